@@ -1,0 +1,13 @@
+"""The Celery application; broker and result backend come from REDIS_URL via Django settings."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rca.settings")
+
+app = Celery("rootline")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks(["celery_app"])

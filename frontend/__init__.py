@@ -1,0 +1,1 @@
+"""Django app for Rootline's pages: views, templates, static files and Plotly figure builders."""

@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class FrontendConfig(AppConfig):
+    """The pages engineers use."""
+
+    name = "frontend"
+    verbose_name = "Rootline pages"

@@ -1,0 +1,1 @@
+"""Graph persistence over the official neo4j Bolt driver (Neo4j 5 in production, ArcadeDB embedded)."""

@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class GraphstoreConfig(AppConfig):
+    """Django app holding the graph management commands."""
+
+    name = "graphstore"
+    verbose_name = "Graph store"

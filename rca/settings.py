@@ -1,0 +1,130 @@
+"""Django settings for Rootline; every value comes from the environment through rca.config."""
+
+from __future__ import annotations
+
+import dj_database_url
+
+from rca.config import REPO_ROOT, load_config
+
+CONFIG = load_config()
+
+BASE_DIR = REPO_ROOT
+SECRET_KEY = CONFIG.secret_key
+DEBUG = CONFIG.debug
+ALLOWED_HOSTS = list(CONFIG.allowed_hosts)
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "graphstore",
+    "frontend",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "rca.urls"
+WSGI_APPLICATION = "rca.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": dj_database_url.parse(CONFIG.database_url, conn_max_age=60)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = CONFIG.var_dir / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+# Serve app static files straight from their finders so `run` needs no collectstatic step.
+WHITENOISE_USE_FINDERS = True
+
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/"
+
+# Security headers; HTTPS-only cookies are left to the reverse proxy's deployment (see README).
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Rootline API",
+    "DESCRIPTION": "Incident root-cause analysis whose conclusions are proven by evidence.",
+    "VERSION": "1",
+}
+
+# Celery reads CELERY_* settings through celery_app.app (namespace="CELERY").
+CELERY_BROKER_URL = CONFIG.redis_url
+CELERY_RESULT_BACKEND = CONFIG.redis_url
+CELERY_TASK_ALWAYS_EAGER = CONFIG.celery_eager
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+ROOTLINE_GRAPH = CONFIG.graph
+ROOTLINE_QDRANT_URL = CONFIG.qdrant_url
+ROOTLINE_QDRANT_PATH = CONFIG.qdrant_path
+ROOTLINE_DATA_DIR = CONFIG.data_dir
+ROOTLINE_VAR_DIR = CONFIG.var_dir
+ANTHROPIC_API_KEY = CONFIG.anthropic_api_key
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": "INFO"},
+    "loggers": {"neo4j": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
+}

@@ -1,0 +1,12 @@
+"""Top-level URL routes."""
+
+from django.contrib import admin
+from django.urls import include, path
+
+from rca.api.views import healthz
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("healthz", healthz, name="healthz"),
+    path("", include("frontend.urls")),
+]

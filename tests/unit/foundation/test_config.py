@@ -1,0 +1,93 @@
+"""Settings come from the environment and fail at start with one line naming the variable."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rca.config import ConfigError, load_config
+
+REPO = Path(__file__).resolve().parents[3]
+GOOD = {"SECRET_KEY": "k" * 40}
+
+
+def test_defaults_are_embedded_and_local(tmp_path: Path) -> None:
+    cfg = load_config({**GOOD, "ROOTLINE_VAR_DIR": str(tmp_path)})
+    assert cfg.database_url == f"sqlite:///{tmp_path / 'rootline.sqlite3'}"
+    assert cfg.graph.embedded
+    assert cfg.graph.uri.startswith("bolt://127.0.0.1:")
+    assert cfg.qdrant_url is None
+    assert cfg.qdrant_path == tmp_path / "qdrant"
+    assert cfg.allowed_hosts == ("127.0.0.1", "localhost")
+    assert not cfg.debug
+    # the embedded graph password is generated once and kept
+    assert cfg.graph.password == load_config({**GOOD, "ROOTLINE_VAR_DIR": str(tmp_path)}).graph.password
+
+
+def test_external_services(tmp_path: Path) -> None:
+    cfg = load_config(
+        {
+            **GOOD,
+            "ROOTLINE_VAR_DIR": str(tmp_path),
+            "DATABASE_URL": "postgres://u:p@db:5432/rootline",
+            "REDIS_URL": "redis://cache:6379/1",
+            "NEO4J_URI": "neo4j://graph:7687",
+            "NEO4J_USER": "neo4j",
+            "NEO4J_PASSWORD": "secret",
+            "NEO4J_DATABASE": "rca",
+            "QDRANT_URL": "http://qdrant:6333",
+            "ANTHROPIC_API_KEY": "sk-test",
+            "DEBUG": "yes",
+            "ALLOWED_HOSTS": "rootline.example.org, 10.0.0.5",
+        }
+    )
+    assert not cfg.graph.embedded
+    assert (cfg.graph.uri, cfg.graph.user, cfg.graph.database) == ("neo4j://graph:7687", "neo4j", "rca")
+    assert cfg.qdrant_url == "http://qdrant:6333"
+    assert cfg.debug
+    assert cfg.allowed_hosts == ("rootline.example.org", "10.0.0.5")
+
+
+@pytest.mark.parametrize(
+    ("env", "variable"),
+    [
+        ({"DEBUG": "maybe"}, "DEBUG"),
+        ({"DATABASE_URL": "mysql://x/y"}, "DATABASE_URL"),
+        ({"DATABASE_URL": "postgres:///nohost"}, "DATABASE_URL"),
+        ({"REDIS_URL": "http://cache"}, "REDIS_URL"),
+        ({"NEO4J_URI": "http://graph:7474"}, "NEO4J_URI"),
+        ({"NEO4J_URI": "bolt://graph:7687"}, "NEO4J_USER"),
+        ({"NEO4J_URI": "bolt://graph:7687", "NEO4J_USER": "neo4j"}, "NEO4J_PASSWORD"),
+        ({"QDRANT_URL": "qdrant:6333"}, "QDRANT_URL"),
+        ({"ROOTLINE_GRAPH_PORT": "99999"}, "ROOTLINE_GRAPH_PORT"),
+        ({"ALLOWED_HOSTS": " , "}, "ALLOWED_HOSTS"),
+        ({"SECRET_KEY": "short"}, "SECRET_KEY"),
+        ({"SECRET_KEY": ""}, "SECRET_KEY"),
+    ],
+)
+def test_bad_values_name_the_variable(tmp_path: Path, env: dict[str, str], variable: str) -> None:
+    with pytest.raises(ConfigError, match=variable):
+        load_config({**GOOD, "ROOTLINE_VAR_DIR": str(tmp_path), **env})
+
+
+def test_secret_key_generated_only_in_debug(tmp_path: Path) -> None:
+    cfg = load_config({"DEBUG": "true", "ROOTLINE_VAR_DIR": str(tmp_path)})
+    assert len(cfg.secret_key) >= 32
+    assert (tmp_path / "secret_key").stat().st_mode & 0o777 == 0o600
+
+
+def test_manage_py_fails_with_one_line(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("NEO4J_URI",)}
+    env.update({"NEO4J_URI": "http://nope", "ROOTLINE_VAR_DIR": str(tmp_path)})
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=REPO, env=env, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert "NEO4J_URI" in lines[0]
+    assert "Traceback" not in proc.stderr
