@@ -1,0 +1,318 @@
+"""Parsing helpers shared by the live connectors.
+
+Everything here is pure: shape checks that raise `ShapeError` (the HTTP client turns it into a
+`TelemetryError` naming the backend), time and id conversions, severity detection, and the rules
+that turn labels and Kubernetes object names into OpenTelemetry `service.name` entities.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from rca.telemetry.model import Severity, Span, SpanKind, SpanStatus, TimeWindow
+
+
+class ShapeError(ValueError):
+    """A response parsed as JSON but did not have the shape the API documents."""
+
+
+# --- shape checks -------------------------------------------------------------------------------
+
+
+def as_dict(value: Any, what: str) -> dict[str, Any]:
+    """`value` if it is a JSON object, else a ShapeError naming `what`."""
+    if not isinstance(value, dict):
+        raise ShapeError(f"{what}: expected an object, got {type(value).__name__}")
+    return value
+
+
+def as_list(value: Any, what: str) -> list[Any]:
+    """`value` if it is a JSON array (null counts as empty, as several APIs send it), else ShapeError."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ShapeError(f"{what}: expected an array, got {type(value).__name__}")
+    return value
+
+
+def as_str(value: Any, what: str) -> str:
+    """`value` if it is a non-empty string, else a ShapeError naming `what`."""
+    if not isinstance(value, str) or not value:
+        raise ShapeError(f"{what}: expected a non-empty string, got {value!r:.60}")
+    return value
+
+
+def opt_str(value: Any) -> str | None:
+    """A non-empty string or None (for optional fields whose absence is normal)."""
+    return value if isinstance(value, str) and value else None
+
+
+def as_number(value: Any, what: str) -> float:
+    """A JSON number or a numeric string (int64s travel as strings in proto3 JSON) as float."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ShapeError(f"{what}: expected a number, got {value!r:.60}")
+    try:
+        return float(value)
+    except ValueError as exc:
+        raise ShapeError(f"{what}: expected a number, got {value!r:.60}") from exc
+
+
+def as_int(value: Any, what: str) -> int:
+    """A JSON integer or an integer string (exact: nanosecond timestamps do not fit a float)."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ShapeError(f"{what}: expected an integer, got {value!r:.60}")
+    try:
+        return int(value)
+    except ValueError as exc:
+        raise ShapeError(f"{what}: expected an integer, got {value!r:.60}") from exc
+
+
+# --- query languages ----------------------------------------------------------------------------
+
+
+def quote(value: str) -> str:
+    """A PromQL / LogQL / TraceQL double-quoted string literal (Go escaping, which JSON's matches)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def regex_literal(value: str) -> str:
+    """`value` escaped for use inside an RE2 regex (Prometheus `=~`, Loki `|~`)."""
+    return re.escape(value)
+
+
+# --- time ---------------------------------------------------------------------------------------
+
+
+def ns_to_seconds(value: Any, what: str) -> float:
+    """Unix nanoseconds (int or decimal string) to unix seconds."""
+    return as_int(value, what) / 1e9
+
+
+def seconds_to_ns(t: float) -> int:
+    """Unix seconds to integer unix nanoseconds (Loki's time parameters)."""
+    return round(t * 1e9)
+
+
+def parse_rfc3339(value: Any, what: str) -> float:
+    """An RFC 3339 timestamp (Kubernetes, GitHub) to unix seconds; naive times are taken as UTC."""
+    text = as_str(value, what)
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise ShapeError(f"{what}: not an RFC 3339 time: {text!r:.60}") from exc
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
+
+
+def to_rfc3339(t: float) -> str:
+    """Unix seconds to an RFC 3339 UTC timestamp with a `Z` suffix (GitHub's `since` / `until`)."""
+    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --- ids ----------------------------------------------------------------------------------------
+
+_HEX = re.compile(r"^[0-9a-fA-F]+$")
+
+
+def normalize_id(value: Any, nbytes: int, what: str) -> str:
+    """A trace id (16 bytes) or span id (8 bytes) as lowercase hex, from hex or base64.
+
+    OTLP/JSON says hex, but Tempo's protobuf-JSON answers base64; Tempo search and Jaeger drop
+    leading zeros from hex ids. Hex of at most full length wins (shorter hex is zero-padded on the
+    left); anything else is decoded as base64 (standard or URL-safe, padding optional). Padded
+    base64 of 8 or 16 bytes always ends in '=', so it is never mistaken for hex.
+    """
+    text = as_str(value, what)
+    width = 2 * nbytes
+    if _HEX.match(text) and len(text) <= width:
+        return text.lower().rjust(width, "0")
+    try:
+        urlsafe = "-" in text or "_" in text
+        raw = base64.b64decode(
+            text + "=" * (-len(text) % 4), altchars=b"-_" if urlsafe else None, validate=True
+        )
+    except (binascii.Error, ValueError) as exc:
+        raise ShapeError(f"{what}: neither hex nor base64: {text!r:.60}") from exc
+    if len(raw) != nbytes:
+        raise ShapeError(f"{what}: expected {nbytes} bytes, got {len(raw)}")
+    return raw.hex()
+
+
+def opt_id(value: Any, nbytes: int, what: str) -> str | None:
+    """Like `normalize_id`, but None for absent / empty ids and for the all-zero id (no parent)."""
+    if value is None or value == "":
+        return None
+    ident = normalize_id(value, nbytes, what)
+    return None if set(ident) == {"0"} else ident
+
+
+# --- severity -----------------------------------------------------------------------------------
+
+_SEVERITY_WORDS: dict[str, Severity] = {
+    "trace": Severity.TRACE,
+    "debug": Severity.DEBUG,
+    "dbug": Severity.DEBUG,
+    "info": Severity.INFO,
+    "information": Severity.INFO,
+    "informational": Severity.INFO,
+    "notice": Severity.INFO,
+    "warn": Severity.WARN,
+    "warning": Severity.WARN,
+    "error": Severity.ERROR,
+    "err": Severity.ERROR,
+    "eror": Severity.ERROR,
+    "critical": Severity.FATAL,
+    "crit": Severity.FATAL,
+    "fatal": Severity.FATAL,
+    "panic": Severity.FATAL,
+    "emerg": Severity.FATAL,
+    "alert": Severity.FATAL,
+}
+
+# Explicit level fields first (logfmt `level=error`, JSON `"level":"error"`), then a bare
+# upper-case word such as `ERROR` / `[WARN]`; lower-case prose ("no errors") must not count.
+_LEVEL_FIELD = re.compile(
+    r"""(?:^|[\s{,])"?(?:level|lvl|severity|loglevel|log\.level|severity_text)"?\s*[=:]\s*"?([A-Za-z]+)""",
+    re.IGNORECASE,
+)
+_LEVEL_WORD = re.compile(r"\b(TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|FATAL|PANIC)\b")
+
+
+def severity_from_text(text: str | None) -> Severity | None:
+    """A severity from a level word ("error", "WARN", "Information"), or None if it is not one."""
+    if not text:
+        return None
+    return _SEVERITY_WORDS.get(text.strip().lower())
+
+
+def severity_from_number(number: int) -> Severity:
+    """OpenTelemetry severity_number (1-24) to its range name."""
+    if number <= 4:
+        return Severity.TRACE
+    if number <= 8:
+        return Severity.DEBUG
+    if number <= 12:
+        return Severity.INFO
+    if number <= 16:
+        return Severity.WARN
+    if number <= 20:
+        return Severity.ERROR
+    return Severity.FATAL
+
+
+def severity_of(labels: Mapping[str, str], line: str, keys: Iterable[str]) -> Severity:
+    """Severity from the first label in `keys` that names a level, else from the line, else INFO."""
+    for key in keys:
+        found = severity_from_text(labels.get(key))
+        if found is not None:
+            return found
+    match = _LEVEL_FIELD.search(line)
+    if match and (found := severity_from_text(match.group(1))) is not None:
+        return found
+    match = _LEVEL_WORD.search(line)
+    if match and (found := severity_from_text(match.group(1))) is not None:
+        return found
+    return Severity.INFO
+
+
+# --- spans --------------------------------------------------------------------------------------
+
+_KINDS_BY_NUMBER = {
+    0: SpanKind.UNSPECIFIED,
+    1: SpanKind.INTERNAL,
+    2: SpanKind.SERVER,
+    3: SpanKind.CLIENT,
+    4: SpanKind.PRODUCER,
+    5: SpanKind.CONSUMER,
+}
+_STATUS_BY_NUMBER = {0: SpanStatus.UNSET, 1: SpanStatus.OK, 2: SpanStatus.ERROR}
+
+
+def span_kind(value: Any) -> SpanKind:
+    """OTLP kind as int (2), enum name ("SPAN_KIND_SERVER") or Jaeger tag ("server")."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _KINDS_BY_NUMBER.get(value, SpanKind.UNSPECIFIED)
+    if isinstance(value, str):
+        name = value.lower().removeprefix("span_kind_")
+        try:
+            return SpanKind(name)
+        except ValueError:
+            return SpanKind.UNSPECIFIED
+    return SpanKind.UNSPECIFIED
+
+
+def span_status(value: Any) -> SpanStatus:
+    """OTLP status code as int (2), enum name ("STATUS_CODE_ERROR") or OTel tag value ("ERROR")."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _STATUS_BY_NUMBER.get(value, SpanStatus.UNSET)
+    if isinstance(value, str):
+        name = value.lower().removeprefix("status_code_")
+        try:
+            return SpanStatus(name)
+        except ValueError:
+            return SpanStatus.UNSET
+    return SpanStatus.UNSET
+
+
+# --- entities -----------------------------------------------------------------------------------
+
+# Kubernetes' SafeEncodeString alphabet: pod-template-hash and generated-name suffixes use it
+# (no vowels, no 0/1/3), which is what makes stripping them safe for ordinary service names.
+_SAFE = "[bcdfghjklmnpqrstvwxz2456789]"
+_DEPLOYMENT_POD = re.compile(rf"^(?P<name>.+)-(?:{_SAFE}{{6,10}}|\d{{6,10}})-{_SAFE}{{5}}$")
+_REPLICASET = re.compile(rf"^(?P<name>.+)-(?:{_SAFE}{{6,10}}|\d{{6,10}})$")
+_STATEFULSET_POD = re.compile(r"^(?P<name>.+)-\d+$")
+_GENERATED_POD = re.compile(rf"^(?P<name>.+)-{_SAFE}{{5}}$")  # daemonset / job / bare replicaset pods
+
+
+def service_from_pod(pod: str) -> str:
+    """The workload (service) name of a pod: strip `-<rs hash>-<5>`, `-<ordinal>` or `-<5>`."""
+    for pattern in (_DEPLOYMENT_POD, _STATEFULSET_POD, _GENERATED_POD):
+        match = pattern.match(pod)
+        if match:
+            return match.group("name")
+    return pod
+
+
+def service_from_object(kind: str, name: str) -> str:
+    """The service name of a Kubernetes object: pods and replica sets lose their generated suffixes."""
+    if kind == "Pod":
+        return service_from_pod(name)
+    if kind == "ReplicaSet":
+        match = _REPLICASET.match(name)
+        return match.group("name") if match else name
+    return name
+
+
+def entity_from_labels(
+    labels: Mapping[str, str], entity_keys: Iterable[str]
+) -> tuple[str | None, str | None]:
+    """(entity, instance) from Prometheus / Loki labels.
+
+    The entity is the first of `entity_keys` present; a `job` of the form `namespace/name` (the
+    Grafana/OTel mapping of service.namespace/service.name) gives `name`. Without any, a pod
+    label still names the workload. The instance is the pod, else `instance`.
+    """
+    instance = labels.get("pod") or labels.get("k8s_pod_name") or labels.get("instance") or None
+    for key in entity_keys:
+        value = labels.get(key)
+        if value:
+            return (value.rsplit("/", 1)[-1] if key == "job" else value), instance
+    pod = labels.get("pod") or labels.get("k8s_pod_name")
+    return (service_from_pod(pod) if pod else None), instance
+
+
+def clip_spans(spans: Iterable[Span], window: TimeWindow, limit: int) -> list[Span]:
+    """Spans starting inside `window`, deduplicated by (trace, span), ordered by start, at most `limit`."""
+    seen: dict[tuple[str, str], Span] = {}
+    for span in spans:
+        if window.contains(span.start):
+            seen.setdefault((span.trace_id, span.span_id), span)
+    return sorted(seen.values(), key=lambda s: (s.start, s.trace_id, s.span_id))[:limit]

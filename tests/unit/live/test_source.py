@@ -1,0 +1,175 @@
+"""LiveSource: configuration from a mapping, composition of connectors, topology, failure propagation."""
+
+from __future__ import annotations
+
+import pytest
+import respx
+
+from rca.telemetry.live import LiveConfig, LiveSource
+from rca.telemetry.live.http import RetryPolicy
+from rca.telemetry.model import EventKind, Modality, TelemetryError, TelemetrySource, TimeWindow
+
+from .conftest import WINDOW, Sleeps, reply
+
+NOW = WINDOW.end
+SETTINGS = {
+    "timeout": 5,
+    "retry": {"max_attempts": 2, "base_delay": 0.1},
+    "prometheus": {"url": "http://prometheus:9090", "token": "prom-token-xyz", "max_metrics": 10},
+    "loki": {"url": "http://loki:3100", "username": "tenant", "password": "loki-pass-xyz"},
+    "tempo": {"url": "http://tempo:3200", "max_traces": 10},
+    "jaeger": {"url": ""},  # empty (an unset environment variable): not configured
+    "kubernetes": {
+        "url": "https://kubernetes.default.svc",
+        "token": "k8s-token-xyz",
+        "namespaces": ["shop"],
+        "api": "v1",
+    },
+    "github": {"token": "ghp_token_xyz", "repo": "acme/shop", "paths": {"src/cartservice": "cartservice"}},
+}
+
+
+def _source(settings: dict, sleeps: Sleeps | None = None) -> LiveSource:
+    return LiveSource(
+        LiveConfig.from_mapping(settings),
+        sleep=sleeps if sleeps is not None else Sleeps(),
+        now=lambda: NOW,
+        rng=lambda: 1.0,
+    )
+
+
+def test_config_from_a_plain_mapping() -> None:
+    config = LiveConfig.from_mapping(SETTINGS)
+    assert config.jaeger is None
+    assert config.github is not None
+    assert config.github.url == "https://api.github.com"
+    assert config.retry == RetryPolicy(max_attempts=2, base_delay=0.1)
+    assert config.timeout == 5.0
+    assert config.prometheus is not None
+    assert config.prometheus.options == {"max_metrics": 10}
+    assert "xyz" not in repr(config)  # tokens and passwords stay out of reprs and logs
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"prometheus_url": "http://x"}, "unknown live telemetry setting"),
+        ({"loki": {"url": "http://loki", "entity_lable": "app"}}, "loki: unknown setting"),
+        ({"tempo": "http://tempo"}, "must be a mapping"),
+        ({"topology_edges": [["a"]]}, "topology edge"),
+        ({"retry": {"attempts": 3}}, "retry: .*attempts"),
+    ],
+)
+def test_bad_settings_are_rejected(settings: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        LiveConfig.from_mapping(settings)
+
+
+def test_modalities_follow_the_configured_backends() -> None:
+    with _source(SETTINGS) as source:
+        assert isinstance(source, TelemetrySource)
+        assert source.modalities() == frozenset(Modality)
+    with _source({"jaeger": {"url": "http://jaeger:16686"}}) as source:
+        assert source.modalities() == {Modality.TRACES}
+    with _source({}) as source:
+        assert source.modalities() == frozenset()
+        assert source.metrics("x", WINDOW) == []
+        assert source.logs("x", WINDOW) == []
+        assert source.spans(WINDOW) == []
+        assert source.events(WINDOW) == []
+        assert source.metric_names("x") == []
+        assert source.topology().edges == ()
+
+
+def test_windows() -> None:
+    with _source({"horizon_seconds": 3600, "baseline_seconds": 1800, "baseline_gap_seconds": 60}) as source:
+        assert source.time_range() == TimeWindow(NOW - 3600, NOW)
+        assert source.baseline_window(1000.0) == TimeWindow(1000.0 - 60 - 1800, 1000.0 - 60)
+
+
+def test_static_topology_wins() -> None:
+    settings = {
+        **SETTINGS,
+        "topology_edges": [["frontend", "cartservice", 3], {"caller": "cartservice", "callee": "redis"}],
+    }
+    with _source(settings) as source, respx.mock() as mock:
+        graph = source.topology()
+        assert not mock.calls  # no span query when edges are configured
+    assert graph.has_edge("frontend", "cartservice")
+    assert graph.callees("cartservice") == ["redis"]
+    assert graph.names() == ["cartservice", "frontend", "redis"]
+
+
+def test_topology_from_recent_spans() -> None:
+    with (
+        _source({"tempo": {"url": "http://tempo:3200"}, "recent_seconds": 600}) as source,
+        respx.mock(base_url="http://tempo:3200") as mock,
+    ):
+        search = mock.get("/api/search").mock(return_value=reply("tempo", "search"))
+        mock.get("/api/traces/4bf92f3577b34da6a3ce929d0e0e4736").mock(return_value=reply("tempo", "trace_v1"))
+        mock.get("/api/traces/00000000000000001a2b3c4d5e6f7081").mock(return_value=reply("tempo", "trace_v2"))
+        graph = source.topology()
+        assert source.topology() is graph  # cached for the source's lifetime
+    assert search.call_count == 1
+    assert search.calls.last.request.url.params["start"] == "1714557600"
+    assert graph.has_edge("frontend", "cartservice")
+    assert graph.has_edge("checkoutservice", "paymentservice")
+
+
+def test_events_merge_kubernetes_and_github_in_time_order() -> None:
+    settings = {k: SETTINGS[k] for k in ("kubernetes", "github")}
+    with _source(settings) as source, respx.mock(assert_all_called=False) as mock:
+        mock.get("https://kubernetes.default.svc/api/v1/namespaces/shop/events").mock(
+            return_value=reply("kubernetes", "core_events")
+        )
+        api = "https://api.github.com/repos/acme/shop"
+        mock.get(f"{api}/commits", params__contains={"page": "2"}).mock(
+            return_value=reply("github", "commits_page2")
+        )
+        mock.get(f"{api}/commits", params__contains={"path": "src/cartservice"}).mock(
+            return_value=reply("github", "commits_cart_path")
+        )
+        mock.get(f"{api}/commits").mock(return_value=reply("github", "commits_page1"))
+        mock.get(f"{api}/pulls").mock(return_value=reply("github", "pulls_page1"))
+        mock.get(f"{api}/pulls/101/files").mock(return_value=reply("github", "pull_files"))
+        events = source.events(WINDOW, entity="cartservice")
+    assert [e.time for e in events] == sorted(e.time for e in events)
+    kinds = [e.kind for e in events]
+    assert kinds == [EventKind.POD_RESTART, EventKind.POD_RESTART, EventKind.COMMIT, EventKind.PULL_REQUEST]
+
+
+def test_a_failing_backend_is_not_swallowed() -> None:
+    sleeps = Sleeps()
+    settings = {k: SETTINGS[k] for k in ("retry", "kubernetes", "github")}
+    with _source(settings, sleeps) as source, respx.mock(assert_all_called=False) as mock:
+        mock.get("https://kubernetes.default.svc/api/v1/namespaces/shop/events").mock(
+            return_value=reply("kubernetes", "core_events")
+        )
+        mock.get("https://api.github.com/repos/acme/shop/commits").mock(
+            return_value=reply("github", "unavailable")
+        )
+        with pytest.raises(TelemetryError) as err:
+            source.events(WINDOW)
+    assert err.value.backend == "github"
+    assert "after 2 attempts" in err.value.reason
+    assert "Server Error" in err.value.reason
+    assert sleeps == [0.1]  # the configured retry policy reached the client
+
+
+def test_queries_reach_their_connectors() -> None:
+    with _source(SETTINGS) as source, respx.mock(assert_all_called=False) as mock:
+        mock.get("http://prometheus:9090/api/v1/query_range").mock(
+            return_value=reply("prometheus", "query_range")
+        )
+        mock.get("http://prometheus:9090/api/v1/label/__name__/values").mock(
+            return_value=reply("prometheus", "label_values")
+        )
+        loki = mock.get("http://loki:3100/loki/api/v1/query_range").mock(
+            return_value=reply("loki", "query_range")
+        )
+        mock.get("http://tempo:3200/api/search").mock(return_value=reply("tempo", "search_empty"))
+        assert len(source.metrics("cartservice", WINDOW, ["process_resident_memory_bytes"])) == 2
+        assert "up" in source.metric_names("cartservice")
+        assert len(source.logs("cartservice", WINDOW, limit=3)) == 3
+        assert source.spans(WINDOW, "cartservice") == []
+    assert loki.calls.last.request.headers["authorization"].startswith("Basic ")
