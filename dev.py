@@ -227,6 +227,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise SystemExit(f"[rootline] REDIS_URL={redis_url} does not answer")
         env["REDIS_URL"] = start_embedded_redis(procs)
     manage = [str(PY), "manage.py"]
+    (VAR / "staticfiles").mkdir(parents=True, exist_ok=True)  # WhiteNoise wants STATIC_ROOT to exist
     embedded_graph = not env.get("NEO4J_URI")
     try:
         if embedded_graph:

@@ -25,6 +25,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "graphstore",
     "frontend",
+    "rca.incidents",
 ]
 
 MIDDLEWARE = [

@@ -64,6 +64,14 @@ def graph_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _static_root() -> None:
+    """WhiteNoise expects STATIC_ROOT to exist even when it serves from the finders."""
+    from django.conf import settings
+
+    settings.STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _qdrant_local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Qdrant local mode in a session temp folder, never the developer's var/."""
     from django.conf import settings

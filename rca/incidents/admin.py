@@ -1,0 +1,195 @@
+"""Admin pages for incidents, alerts, investigations, their trees, proposals and the audit trail.
+
+What intake or the engine recorded (raw payloads, the tree, the gate's verdict) is shown read-only:
+the admin is for looking and for the few human decisions, not for rewriting evidence.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from rca.incidents.models import (
+    ActionProposal,
+    Alert,
+    AuditEvent,
+    Evidence,
+    Hypothesis,
+    Incident,
+    Investigation,
+)
+
+if TYPE_CHECKING:
+    ModelAdmin = admin.ModelAdmin
+    TabularInline = admin.TabularInline
+else:
+    # django-stubs declares the admin classes generic, Django does not: subscripting must be a no-op
+    # here (django_stubs_ext.monkeypatch does this globally, but it is only a dev dependency).
+    class ModelAdmin(admin.ModelAdmin):
+        def __class_getitem__(cls, item):
+            return cls
+
+    class TabularInline(admin.TabularInline):
+        def __class_getitem__(cls, item):
+            return cls
+
+
+def _all_fields(model: type[Any]) -> tuple[str, ...]:
+    return tuple(f.name for f in model._meta.concrete_fields)
+
+
+class AlertInline(TabularInline[Alert, Incident]):
+    model = Alert
+    extra = 0
+    can_delete = False
+    show_change_link = True
+    fields = ("fingerprint", "status", "starts_at", "ends_at", "received_at")
+    readonly_fields = fields
+
+
+class InvestigationInline(TabularInline[Investigation, Incident]):
+    model = Investigation
+    extra = 0
+    can_delete = False
+    show_change_link = True
+    fields = ("attempt_key", "policy", "status", "exit", "tier", "root_cause_entity", "created_at")
+    readonly_fields = fields
+
+
+@admin.register(Incident)
+class IncidentAdmin(ModelAdmin[Incident]):
+    list_display = ("id", "title", "status", "severity", "symptom_entity", "source", "onset", "created_at")
+    list_filter = ("status", "source", "severity")
+    search_fields = ("title", "symptom_entity", "fingerprint", "group_key")
+    date_hierarchy = "created_at"
+    readonly_fields = ("fingerprint", "group_key", "source", "recorded_case", "created_at", "updated_at")
+    inlines = (AlertInline, InvestigationInline)
+
+
+@admin.register(Alert)
+class AlertAdmin(ModelAdmin[Alert]):
+    list_display = (
+        "id",
+        "incident",
+        "source",
+        "fingerprint",
+        "status",
+        "starts_at",
+        "ends_at",
+        "received_at",
+    )
+    list_filter = ("status", "source")
+    search_fields = ("fingerprint", "incident__title")
+    list_select_related = ("incident",)
+    # Alerts are what a sender said; nobody edits them afterwards.
+    readonly_fields = _all_fields(Alert)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
+class HypothesisInline(TabularInline[Hypothesis, Investigation]):
+    model = Hypothesis
+    extra = 0
+    can_delete = False
+    show_change_link = True
+    fields = ("rank", "key", "entity", "fault_kind", "parent_key", "state", "prior")
+    readonly_fields = fields
+
+
+class ProposalInline(TabularInline[ActionProposal, Investigation]):
+    model = ActionProposal
+    extra = 0
+    can_delete = False
+    show_change_link = True
+    fields = ("tier", "max_allowed_tier", "title", "status", "decided_by", "decided_at")
+    readonly_fields = fields
+
+
+@admin.register(Investigation)
+class InvestigationAdmin(ModelAdmin[Investigation]):
+    list_display = (
+        "id",
+        "incident",
+        "policy",
+        "status",
+        "exit",
+        "capped_confidence",
+        "grounding",
+        "tier",
+        "root_cause_entity",
+        "created_at",
+    )
+    list_filter = ("status", "policy", "exit", "grounding", "tier", "outcome")
+    search_fields = ("attempt_key", "root_cause_entity", "incident__title")
+    list_select_related = ("incident",)
+    # The engine's output and the core's verdicts: shown, never edited by hand.
+    readonly_fields = _all_fields(Investigation)
+    inlines = (HypothesisInline, ProposalInline)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
+class EvidenceInline(TabularInline[Evidence, Hypothesis]):
+    model = Evidence
+    extra = 0
+    can_delete = False
+    fields = ("seq", "tool", "target", "source", "verdict", "summary", "observed_at")
+    readonly_fields = fields
+
+
+@admin.register(Hypothesis)
+class HypothesisAdmin(ModelAdmin[Hypothesis]):
+    list_display = ("id", "investigation", "key", "entity", "fault_kind", "state", "prior", "rank")
+    list_filter = ("state", "fault_kind")
+    search_fields = ("key", "entity", "fault_kind")
+    readonly_fields = _all_fields(Hypothesis)
+    inlines = (EvidenceInline,)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
+@admin.register(Evidence)
+class EvidenceAdmin(ModelAdmin[Evidence]):
+    list_display = ("id", "hypothesis", "seq", "tool", "source", "verdict", "summary", "observed_at")
+    list_filter = ("source", "verdict", "tool")
+    search_fields = ("summary", "tool", "target", "hypothesis__entity")
+    readonly_fields = _all_fields(Evidence)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
+@admin.register(ActionProposal)
+class ActionProposalAdmin(ModelAdmin[ActionProposal]):
+    list_display = ("id", "investigation", "tier", "max_allowed_tier", "title", "status", "decided_by")
+    list_filter = ("status", "tier")
+    search_fields = ("title", "body", "reason")
+    # Decisions go through the approval pages, which write the audit trail; here they are only shown.
+    readonly_fields = _all_fields(ActionProposal)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(ModelAdmin[AuditEvent]):
+    list_display = ("at", "actor_label", "verb", "target_type", "target_id")
+    list_filter = ("verb", "target_type")
+    search_fields = ("actor_label", "verb", "target_id")
+    date_hierarchy = "at"
+    readonly_fields = _all_fields(AuditEvent)
+
+    # Append-only: the trail is written by code and can be read here, never added to, changed or deleted.
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: AuditEvent | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: AuditEvent | None = None) -> bool:
+        return False

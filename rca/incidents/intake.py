@@ -1,0 +1,438 @@
+"""The intake service: an alert payload becomes Alert rows that join or open an Incident.
+
+Called by the webhooks (Alertmanager v4, generic JSON) and by `manage.py import_case`. Rules:
+
+* identity of an alert episode = (source, fingerprint, firing time); a re-send of an episode stores
+  nothing new and opens nothing (a firing->resolved transition updates the stored row);
+* alerts with the same group key (Alertmanager's `groupKey`) join the group's one active incident;
+  a firing alert in a group whose incident resolved less than `REOPEN_WITHIN` ago re-opens it
+  (flapping alerts should not spawn an incident per flap);
+* when every alert of an incident has resolved, the incident is resolved;
+* each payload is ingested in one transaction; concurrent deliveries race on the database's unique
+  constraints (one active incident per group, one row per episode) and the loser retries.
+
+Opening or re-opening an incident calls `services.enqueue_investigation`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from rest_framework import serializers
+from rest_framework.settings import api_settings
+
+from rca.incidents.models import Alert, Incident, IntakeSource
+from rca.incidents.serializers import AlertmanagerPayloadSerializer, GenericAlertSerializer
+from rca.incidents.services import enqueue_investigation, record_audit
+
+if TYPE_CHECKING:  # the case loaders pull in pandas; webhooks need none of it
+    from rca.telemetry.cases import CaseRef, RecordedCase
+
+REOPEN_WITHIN = timedelta(minutes=30)
+_RACE_RETRIES = 5  # each retry follows a concurrent commit, so a handful always suffices
+_SEVERITY_RANK = {"info": 1, "low": 1, "warning": 2, "medium": 2, "error": 3, "high": 3, "critical": 4}
+
+# Prometheus / Kubernetes label -> OpenTelemetry resource attribute (conventions §5.1, §5.6).
+_K8S_LABELS = {
+    "namespace": "k8s.namespace.name",
+    "pod": "k8s.pod.name",
+    "container": "k8s.container.name",
+    "node": "k8s.node.name",
+    "cluster": "k8s.cluster.name",
+    "deployment": "k8s.deployment.name",
+    "statefulset": "k8s.statefulset.name",
+    "daemonset": "k8s.daemonset.name",
+}
+# Labels that name the service outright, most specific first; they beat `job`, which is often a
+# scrape job ("http_checks") rather than a service.
+_SERVICE_LABELS = ("service.name", "service_name", "service")
+
+
+class IntakeError(ValueError):
+    """A payload failed validation; `errors` maps each offending field path to its message."""
+
+    def __init__(self, errors: Mapping[str, str]) -> None:
+        self.errors = dict(errors)
+        super().__init__("; ".join(f"{path}: {msg}" for path, msg in self.errors.items()))
+
+
+@dataclass
+class IntakeResult:
+    """What one ingest call changed."""
+
+    incidents: list[int] = field(default_factory=list)  # every incident the alerts belong to
+    incidents_created: list[int] = field(default_factory=list)
+    incidents_updated: list[int] = field(default_factory=list)
+    alerts_stored: int = 0
+    alerts_resolved: int = 0
+    duplicates: int = 0
+
+    def touched(self, incident_id: int) -> None:
+        """Note an incident an alert of this call belongs to (changed or not)."""
+        if incident_id not in self.incidents:
+            self.incidents.append(incident_id)
+
+    def created(self, incident: Incident) -> None:
+        """Note a newly opened incident."""
+        self.touched(incident.pk)
+        if incident.pk not in self.incidents_created:
+            self.incidents_created.append(incident.pk)
+
+    def updated(self, incident: Incident) -> None:
+        """Note a change to an incident that existed before this call."""
+        self.touched(incident.pk)
+        if incident.pk not in self.incidents_created and incident.pk not in self.incidents_updated:
+            self.incidents_updated.append(incident.pk)
+
+
+@dataclass(frozen=True)
+class _AlertSpec:
+    """One alert in source-independent form, as the shared ingest path consumes it."""
+
+    source: str
+    fingerprint: str
+    group_key: str
+    status: str
+    starts_at: datetime
+    ends_at: datetime | None
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    entity: dict[str, str]
+    generator_url: str
+    raw: dict[str, Any]
+    title: str
+    severity: str
+    recorded_case: dict[str, str] | None = None
+
+    @property
+    def firing(self) -> bool:
+        return self.status == Alert.Status.FIRING
+
+
+# --- public entry points -------------------------------------------------------------------------
+
+
+def ingest_alertmanager(payload: Any) -> IntakeResult:
+    """Ingest an Alertmanager webhook payload (version 4) exactly as received.
+
+    Each Alert's `raw` is the payload narrowed to that alert: every top-level key as received, and
+    `alerts` holding only that alert's element, so the row is itself a valid v4 payload.
+    Raises `IntakeError` naming each invalid field (e.g. `alerts[0].startsAt`).
+    """
+    data = _validated(AlertmanagerPayloadSerializer, payload)
+    envelope = {key: value for key, value in payload.items() if key != "alerts"}
+    specs = []
+    for element, alert in zip(payload["alerts"], data["alerts"], strict=True):
+        labels: dict[str, str] = alert["labels"]
+        annotations: dict[str, str] = alert["annotations"]
+        entity = otel_identity(labels)
+        specs.append(
+            _AlertSpec(
+                source=IntakeSource.ALERTMANAGER,
+                fingerprint=alert["fingerprint"] or label_fingerprint(labels),
+                group_key=data["groupKey"],
+                status=alert["status"],
+                starts_at=alert["startsAt"],
+                ends_at=alert["endsAt"],
+                labels=labels,
+                annotations=annotations,
+                entity=entity,
+                generator_url=alert["generatorURL"],
+                raw={**envelope, "alerts": [element]},
+                title=_title(labels, annotations, entity),
+                severity=labels.get("severity", ""),
+            )
+        )
+    return _ingest(specs)
+
+
+def ingest_generic(payload: Any) -> IntakeResult:
+    """Ingest one alert in Rootline's canonical JSON form (conventions §5.6).
+
+    The fingerprint is `<source>:<external_id>`, so ids of different senders never collide; alerts
+    group by `group_key` when given, else each external id is its own group.
+    """
+    data = _validated(GenericAlertSerializer, payload)
+    labels: dict[str, str] = data["labels"]
+    entity = {**otel_identity(labels), **data["entity"]}  # explicit attributes beat mapped labels
+    sender = data["source"]
+    spec = _AlertSpec(
+        source=IntakeSource.GENERIC,
+        fingerprint=f"{sender}:{data['external_id']}",
+        group_key=f"{sender}:{data['group_key'] or data['external_id']}",
+        status=data["status"],
+        starts_at=data["starts_at"],
+        ends_at=data["ends_at"],
+        labels=labels,
+        annotations=data["annotations"],
+        entity=entity,
+        generator_url=data["links"].get("generatorURL", ""),
+        raw=dict(payload),
+        title=data["title"],
+        severity=data["severity"] or labels.get("severity", ""),
+    )
+    return _ingest([spec])
+
+
+def ingest_recorded_case(data_dir: Path, ref: CaseRef, case: RecordedCase) -> IntakeResult:
+    """Open the incident of a recorded public case, with its alert and a reference to its telemetry.
+
+    Idempotent: the case's (dataset, case id) is the fingerprint, so importing twice finds the first
+    incident. Only the alert a real system would have sent is stored; ground truth never is.
+    """
+    alert = case.alert
+    fingerprint = f"{ref.dataset}:{ref.case_id}"
+    labels = {"alertname": alert.name, **alert.labels}
+    annotations = {"summary": alert.summary} if alert.summary else {}
+    if alert.metric:
+        annotations["metric"] = alert.metric
+    spec = _AlertSpec(
+        source=IntakeSource.RECORDED,
+        fingerprint=fingerprint,
+        group_key=fingerprint,
+        status=Alert.Status.FIRING,
+        starts_at=datetime.fromtimestamp(alert.fired_at, tz=UTC),
+        ends_at=None,
+        labels=labels,
+        annotations=annotations,
+        entity={"service.name": alert.entity},
+        generator_url="",
+        raw={
+            "dataset": ref.dataset,
+            "case_id": ref.case_id,
+            "alert": {
+                "name": alert.name,
+                "entity": alert.entity,
+                "fired_at": alert.fired_at,
+                "severity": alert.severity,
+                "metric": alert.metric,
+                "summary": alert.summary,
+                "labels": dict(alert.labels),
+            },
+        },
+        title=f"{ref.system}: {alert.summary or alert.name}",
+        severity=alert.severity,
+        recorded_case={"dataset": ref.dataset, "case_id": ref.case_id, "data_dir": str(Path(data_dir))},
+    )
+    return _ingest([spec])
+
+
+# --- label mapping ---------------------------------------------------------------------------------
+
+
+def otel_identity(labels: Mapping[str, str]) -> dict[str, str]:
+    """Map Prometheus/Kubernetes alert labels to OpenTelemetry resource attributes.
+
+    `job` is `service.namespace/service.name` or `service.name`; explicit service labels
+    (`service_name`, `service`) win over it; `instance` is `service.instance.id`; namespace, pod,
+    container, node, ... become `k8s.*`. With no service label at all, the container name stands in
+    (in Kubernetes deployments it is the service's name far more often than not).
+    """
+    identity: dict[str, str] = {}
+    job = labels.get("job", "").strip()
+    if "/" in job:
+        namespace, _, name = job.partition("/")
+        if namespace:
+            identity["service.namespace"] = namespace
+        if name:
+            identity["service.name"] = name
+    elif job:
+        identity["service.name"] = job
+    explicit = next((labels[key] for key in _SERVICE_LABELS if labels.get(key, "").strip()), None)
+    if explicit is not None:
+        identity["service.name"] = explicit.strip()
+    if labels.get("service_namespace"):
+        identity["service.namespace"] = labels["service_namespace"]
+    if labels.get("instance"):
+        identity["service.instance.id"] = labels["instance"]
+    for label, attribute in _K8S_LABELS.items():
+        if labels.get(label):
+            identity[attribute] = labels[label]
+    if "service.name" not in identity and "k8s.container.name" in identity:
+        identity["service.name"] = identity["k8s.container.name"]
+    return identity
+
+
+def label_fingerprint(labels: Mapping[str, str]) -> str:
+    """A stable hash of a label set, for senders that omit `fingerprint` (Alertmanager sends one)."""
+    canonical = "\xff".join(f"{key}\xfe{labels[key]}" for key in sorted(labels))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+# --- the shared ingest path ----------------------------------------------------------------------
+
+
+def _validated(serializer_class: type[serializers.Serializer[Any]], payload: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=payload)
+    if not serializer.is_valid():
+        raise IntakeError(_flatten_errors(serializer.errors))
+    return dict(serializer.validated_data)
+
+
+def _flatten_errors(detail: Any, path: str = "") -> dict[str, str]:
+    """DRF's nested error structure as {"alerts[0].startsAt": "message", ...}."""
+    out: dict[str, str] = {}
+    if isinstance(detail, Mapping):
+        for key, value in detail.items():
+            if key == api_settings.NON_FIELD_ERRORS_KEY:
+                child = path or "payload"
+            elif isinstance(key, int):  # ListField reports child errors by index
+                child = f"{path}[{key}]"
+            else:
+                child = f"{path}.{key}" if path else str(key)
+            out.update(_flatten_errors(value, child))
+    elif isinstance(detail, list) and any(isinstance(item, Mapping | list) for item in detail):
+        for index, item in enumerate(detail):
+            if item:
+                out.update(_flatten_errors(item, f"{path}[{index}]"))
+    elif isinstance(detail, list):
+        out[path or "payload"] = " ".join(str(item) for item in detail)
+    else:
+        out[path or "payload"] = str(detail)
+    return out
+
+
+def _ingest(specs: list[_AlertSpec]) -> IntakeResult:
+    result = IntakeResult()
+    with transaction.atomic():
+        # A fixed order keeps concurrent deliveries of overlapping alerts from deadlocking.
+        for spec in sorted(specs, key=lambda s: (s.fingerprint, s.starts_at)):
+            _ingest_one(spec, result)
+    return result
+
+
+def _ingest_one(spec: _AlertSpec, result: IntakeResult) -> None:
+    for _ in range(_RACE_RETRIES):
+        existing = Alert.objects.filter(
+            source=spec.source, fingerprint=spec.fingerprint, starts_at=spec.starts_at
+        ).first()
+        if existing is not None:
+            _apply_to_stored(existing, spec, result)
+            return
+        try:
+            # One savepoint for incident and alert: if the alert loses a race, no empty incident stays.
+            with transaction.atomic():
+                incident, how = _incident_for(spec)
+                Alert.objects.create(
+                    incident=incident,
+                    source=spec.source,
+                    fingerprint=spec.fingerprint,
+                    status=spec.status,
+                    labels=spec.labels,
+                    annotations=spec.annotations,
+                    entity=spec.entity,
+                    starts_at=spec.starts_at,
+                    # A firing alert's endsAt is only a projected expiry; ends_at records a real end.
+                    ends_at=None if spec.firing else (spec.ends_at or timezone.now()),
+                    generator_url=spec.generator_url,
+                    raw=spec.raw,
+                )
+                _absorb(incident, spec)
+        except IntegrityError:
+            continue  # a concurrent delivery committed this group's incident or this alert first
+        result.alerts_stored += 1
+        if how == "created":
+            result.created(incident)
+        else:
+            result.updated(incident)
+        if how in ("created", "reopened") and incident.status != Incident.Status.RESOLVED:
+            enqueue_investigation(incident)
+        return
+    raise RuntimeError(f"alert {spec.fingerprint}: gave up after {_RACE_RETRIES} concurrent-write retries")
+
+
+def _incident_for(spec: _AlertSpec) -> tuple[Incident, Literal["created", "reopened", "joined"]]:
+    """The incident `spec` joins, locked: the group's active one, a recently resolved one, or a new one."""
+    group = Incident.objects.select_for_update().filter(source=spec.source, group_key=spec.group_key)
+    active = group.filter(status__in=Incident.ACTIVE).first()
+    if active is not None:
+        return active, "joined"
+    recent = (
+        group.filter(status=Incident.Status.RESOLVED, resolved_at__gte=timezone.now() - REOPEN_WITHIN)
+        .order_by("-resolved_at")
+        .first()
+    )
+    if recent is not None:
+        if not spec.firing:
+            return recent, "joined"  # a late resolution belongs to the episode that just ended
+        recent.status = Incident.Status.OPEN
+        recent.resolved_at = None
+        recent.save()  # may violate the one-active-per-group constraint in a race: the caller retries
+        record_audit("incident.reopened", recent, actor_label="intake", detail={"by": spec.fingerprint})
+        return recent, "reopened"
+    # A resolved alert of a group with no recent incident (its firing notification never reached
+    # us) is still stored, on an incident that is resolved from the start and never investigated.
+    incident = Incident.objects.create(
+        title=spec.title,
+        status=Incident.Status.OPEN if spec.firing else Incident.Status.RESOLVED,
+        resolved_at=None if spec.firing else timezone.now(),
+        severity=spec.severity,
+        onset=spec.starts_at,
+        symptom_entity=spec.entity.get("service.name", ""),
+        fingerprint=spec.fingerprint,
+        group_key=spec.group_key,
+        source=spec.source,
+        labels=spec.labels,
+        recorded_case=spec.recorded_case,
+    )
+    return incident, "created"
+
+
+def _absorb(incident: Incident, spec: _AlertSpec) -> None:
+    """Fold a newly stored alert into its incident: earliest onset, highest severity, a symptom."""
+    incident.onset = min(incident.onset, spec.starts_at)
+    if _SEVERITY_RANK.get(spec.severity.lower(), 0) > _SEVERITY_RANK.get(incident.severity.lower(), 0):
+        incident.severity = spec.severity
+    if not incident.symptom_entity:
+        incident.symptom_entity = spec.entity.get("service.name", "")
+    incident.save()
+    if not spec.firing:
+        _resolve_if_quiet(incident)
+
+
+def _apply_to_stored(stored: Alert, spec: _AlertSpec, result: IntakeResult) -> None:
+    """A delivery of an episode we already hold: resolve it, or count it as a duplicate."""
+    # Every change to an incident's alerts happens under the incident's row lock, so the
+    # "all resolved?" check below sees every concurrent resolution that committed before it.
+    incident = Incident.objects.select_for_update().get(pk=stored.incident_id)
+    stored.refresh_from_db()
+    result.touched(incident.pk)
+    if spec.firing or stored.status == Alert.Status.RESOLVED:
+        result.duplicates += 1  # a re-send, or a stale firing after the resolution
+        return
+    stored.status = Alert.Status.RESOLVED
+    stored.ends_at = spec.ends_at or timezone.now()
+    stored.save(update_fields=["status", "ends_at"])
+    result.alerts_resolved += 1
+    result.updated(incident)
+    _resolve_if_quiet(incident)
+
+
+def _resolve_if_quiet(incident: Incident) -> None:
+    """Resolve an active incident once none of its alerts is firing."""
+    if incident.status not in Incident.ACTIVE:
+        return
+    if incident.alerts.filter(status=Alert.Status.FIRING).exists():
+        return
+    incident.status = Incident.Status.RESOLVED
+    incident.resolved_at = timezone.now()
+    incident.save()
+    record_audit(
+        "incident.resolved", incident, actor_label="intake", detail={"reason": "all alerts resolved"}
+    )
+
+
+def _title(labels: Mapping[str, str], annotations: Mapping[str, str], entity: Mapping[str, str]) -> str:
+    summary = annotations.get("summary", "").strip()
+    if summary:
+        return summary[:500]
+    name = labels.get("alertname", "alert")
+    service = entity.get("service.name")
+    return f"{name} on {service}"[:500] if service else name[:500]

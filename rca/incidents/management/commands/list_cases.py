@@ -1,0 +1,42 @@
+"""`manage.py list_cases`: the recorded public cases available for import."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import CommandParser
+
+from rca.incidents.management.commands._cases import CaseCommand, usage_error
+
+SPLITS = ("dev", "holdout", "all")
+
+
+class Command(CaseCommand):
+    help = "List recorded cases (dataset, case id, system, split, telemetry) from the case index."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        self.add_data_argument(parser)
+        parser.add_argument(
+            "--dataset", action="append", dest="datasets", default=[], metavar="D", help="repeatable"
+        )
+        # Checked in handle, not by argparse `choices`, so the error is the same one line either way.
+        parser.add_argument("--split", default="all", help="dev, holdout or all (default: all)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        split: str = options["split"]
+        if split not in SPLITS:
+            raise usage_error(f"--split: unknown split {split!r} (use {', '.join(SPLITS)})")
+        refs = self.index(self.data_dir(options))
+        datasets: list[str] = options["datasets"]
+        self.check_datasets(refs, datasets, "--dataset")
+        chosen = [
+            ref
+            for ref in refs
+            if (split == "all" or ref.split == split) and (not datasets or ref.dataset in datasets)
+        ]
+        rows = [(ref.dataset, ref.case_id, ref.system, ref.split, ref.telemetry) for ref in chosen]
+        widths = [max((len(row[i]) for row in rows), default=0) for i in range(4)]
+        for row in rows:
+            cells = [cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)]
+            self.stdout.write("  ".join([*cells, row[4]]))
+        self.stdout.write(f"{len(rows)} case{'' if len(rows) == 1 else 's'}")

@@ -1,0 +1,87 @@
+"""Validation of intake payloads (the Alertmanager webhook v4 and Rootline's generic alert).
+
+The serializers only check shape and types; `rca.incidents.intake` decides what the alerts mean.
+Unknown keys (Grafana's `orgId`, `values`, `silenceURL`, ...) are accepted and kept in the raw payload.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from rest_framework import serializers
+
+ALERTMANAGER_VERSION = "4"
+ALERT_STATUSES = ("firing", "resolved")
+
+
+def _labels() -> serializers.DictField:
+    return serializers.DictField(child=serializers.CharField(allow_blank=True), required=False, default=dict)
+
+
+def _zero_time_is_none(value: datetime | None) -> datetime | None:
+    # Go's zero time ("0001-01-01T00:00:00Z") is how Alertmanager says "no end yet".
+    return None if value is None or value.year <= 1 else value
+
+
+class AlertmanagerAlertSerializer(serializers.Serializer[dict[str, Any]]):
+    """One element of a v4 payload's `alerts` list."""
+
+    status = serializers.ChoiceField(choices=ALERT_STATUSES)
+    labels = serializers.DictField(child=serializers.CharField(allow_blank=True), allow_empty=False)
+    annotations = _labels()
+    startsAt = serializers.DateTimeField()
+    endsAt = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    generatorURL = serializers.CharField(required=False, allow_blank=True, default="")
+    fingerprint = serializers.CharField(required=False, allow_blank=True, default="")
+
+    def validate_endsAt(self, value: datetime | None) -> datetime | None:
+        """Zero time means the alert has not ended."""
+        return _zero_time_is_none(value)
+
+
+class AlertmanagerPayloadSerializer(serializers.Serializer[dict[str, Any]]):
+    """The Alertmanager `webhook_config` payload, version 4 (also what Grafana alerting posts)."""
+
+    version = serializers.CharField()
+    groupKey = serializers.CharField()
+    status = serializers.ChoiceField(choices=ALERT_STATUSES)
+    receiver = serializers.CharField(required=False, allow_blank=True, default="")
+    truncatedAlerts = serializers.IntegerField(required=False, min_value=0, default=0)
+    groupLabels = _labels()
+    commonLabels = _labels()
+    commonAnnotations = _labels()
+    externalURL = serializers.CharField(required=False, allow_blank=True, default="")
+    alerts = serializers.ListField(child=AlertmanagerAlertSerializer(), allow_empty=False)
+
+    def validate_version(self, value: str) -> str:
+        """Only version 4 of the webhook format is understood."""
+        if value != ALERTMANAGER_VERSION:
+            raise serializers.ValidationError(
+                f"unsupported webhook version {value!r} (expected {ALERTMANAGER_VERSION!r})"
+            )
+        return value
+
+
+class GenericAlertSerializer(serializers.Serializer[dict[str, Any]]):
+    """Rootline's canonical alert (conventions §5.6), for senders without a dedicated webhook."""
+
+    # `source` shadows Field.source for type checkers only: the metaclass moves declared fields away.
+    source = serializers.RegexField(  # type: ignore[assignment]
+        r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", help_text="The sending system."
+    )
+    external_id = serializers.CharField(max_length=200, help_text="The sender's id for this alert.")
+    status = serializers.ChoiceField(choices=ALERT_STATUSES)
+    title = serializers.CharField(max_length=500)
+    severity = serializers.CharField(max_length=32, required=False, allow_blank=True, default="")
+    starts_at = serializers.DateTimeField()
+    ends_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    group_key = serializers.CharField(required=False, allow_blank=True, default="", max_length=500)
+    labels = _labels()
+    annotations = _labels()
+    entity = _labels()  # OpenTelemetry resource attributes, e.g. {"service.name": "checkout"}
+    links = _labels()
+
+    def validate_ends_at(self, value: datetime | None) -> datetime | None:
+        """Zero time means the alert has not ended (as in Alertmanager)."""
+        return _zero_time_is_none(value)
