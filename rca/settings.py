@@ -26,6 +26,7 @@ INSTALLED_APPS = [
     "graphstore",
     "frontend",
     "rca.incidents",
+    "rca.evaluation",
 ]
 
 MIDDLEWARE = [

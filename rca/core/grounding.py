@@ -22,6 +22,10 @@ CITATION_WINDOW_AFTER_S = 5 * 60.0
 CitationKind = Literal["commit", "pr", "deploy", "config"]
 _SHA = re.compile(r"[0-9a-f]{7,40}")
 _PR_NUMBER = re.compile(r"#?[1-9]\d*")
+# A deploy or config change recorded by the platform may be cited by its release or image id
+# ("v2-fd6989b7c", "1.4.2", "sha256:..."): the platform recorded it, so nothing is guessed. It must
+# hold a digit, so a bare word such as "latest" or "HEAD" never passes.
+_RELEASE = re.compile(r"(?=[^\s]*\d)[a-z0-9][a-z0-9._:@/+-]{0,127}")
 
 
 class Grounding(StrEnum):
@@ -36,7 +40,8 @@ class Grounding(StrEnum):
 class Citation:
     """A change that may have caused the incident: a commit, PR, deploy or config change.
 
-    ``ref`` is a commit sha (7 to 40 hex digits) or, for a PR, its number; ``at`` is unix seconds.
+    ``ref`` is a commit sha (7 to 40 hex digits), a PR's number, or for a deploy or config change the
+    release id its platform recorded; ``at`` is unix seconds.
     """
 
     kind: CitationKind
@@ -47,9 +52,13 @@ class Citation:
 
     @property
     def verifiable(self) -> bool:
-        """True when ``ref`` is a real identifier: a PR number for a PR, a sha otherwise."""
-        pattern = _PR_NUMBER if self.kind == "pr" else _SHA
-        return pattern.fullmatch(self.ref.strip().lower()) is not None
+        """True when ``ref`` is a real identifier: a PR number, a commit sha, or a release id."""
+        ref = self.ref.strip().lower()
+        if self.kind == "pr":
+            return _PR_NUMBER.fullmatch(ref) is not None
+        if _SHA.fullmatch(ref) is not None:
+            return True
+        return self.kind in ("deploy", "config") and _RELEASE.fullmatch(ref) is not None
 
 
 def nearest_citation(

@@ -64,7 +64,11 @@ def test_grounding_truth_table(hard, cited, expected):
         ("pr", "0", False),
         ("pr", SHA, False),
         ("deploy", "3F2A9C1D", True),
-        ("deploy", "v1.4.2", False),
+        ("deploy", "v1.4.2", True),
+        ("deploy", "v2-fd6989b7c", True),
+        ("deploy", "latest", False),
+        ("deploy", "two words 2", False),
+        ("commit", "v1.4.2", False),
         ("config", " 8874124 ", True),
     ],
 )

@@ -1,0 +1,97 @@
+"""Run the real engine over recorded cases and score it.
+
+The engine answers first; only then is the case's ground truth read (rca.evaluation.ground_truth),
+so no code path can hand the answer to the engine.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rca.evaluation.ground_truth import ground_truth
+from rca.evaluation.scoring import CaseRow, expected_kind, scorecard
+from rca.investigation.engine import EngineConfig, investigate
+from rca.telemetry.cases import CaseRef, load_case, read_index
+
+SPLITS = ("dev", "holdout", "all")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which cases to evaluate."""
+
+    data_dir: Path
+    split: str = "dev"
+    datasets: tuple[str, ...] = ()
+    limit: int | None = None
+    case_ids: tuple[str, ...] = ()
+
+    def refs(self) -> list[CaseRef]:
+        """The selected case references, in index order."""
+        if self.split not in SPLITS:
+            raise ValueError(f"split must be one of {', '.join(SPLITS)}, not {self.split!r}")
+        refs = read_index(
+            self.data_dir, split=None if self.split == "all" else self.split, datasets=self.datasets or None
+        )
+        if self.case_ids:
+            wanted = set(self.case_ids)
+            refs = [r for r in refs if r.case_id in wanted]
+        return refs[: self.limit] if self.limit is not None else refs
+
+
+def evaluate_case(data_dir: Path, ref: CaseRef, config: EngineConfig) -> CaseRow:
+    """Investigate one case with the engine, then (and only then) score it against its truth."""
+    started = time.perf_counter()
+    case = load_case(data_dir, ref)
+    result = investigate(case.source, case.alert, config)
+    seconds = time.perf_counter() - started
+    top = result.candidates[0] if result.candidates else None
+    truth = ground_truth(data_dir, ref)
+    return CaseRow(
+        dataset=ref.dataset,
+        system=ref.system,
+        case_id=ref.case_id,
+        truth=truth.service,
+        truth_kind=expected_kind(ref.dataset, truth.fault_type),
+        top5=tuple(c.entity for c in result.candidates[:5]),
+        predicted_kind=top.fault_kind if top else None,
+        exit=result.exit,
+        tier=result.outcome.tier.value,
+        capped_confidence=result.outcome.confidence.capped,
+        seconds=seconds,
+    )
+
+
+def run(
+    selection: Selection,
+    config: EngineConfig | None = None,
+    on_case: Callable[[CaseRow], None] | None = None,
+) -> list[CaseRow]:
+    """Evaluate every selected case."""
+    rows = []
+    for ref in selection.refs():
+        row = evaluate_case(selection.data_dir, ref, config or EngineConfig())
+        rows.append(row)
+        if on_case is not None:
+            on_case(row)
+    return rows
+
+
+def write(rows: Iterable[CaseRow], out: Path) -> dict[str, Any]:
+    """Write `scorecard.json` and `cases.csv` under `out`; returns the scorecard."""
+    materialised = list(rows)
+    out.mkdir(parents=True, exist_ok=True)
+    card = scorecard(materialised)
+    (out / "scorecard.json").write_text(json.dumps(card, indent=2, sort_keys=True) + "\n")
+    with (out / "cases.csv").open("w", newline="") as fh:
+        fields = list(CaseRow.as_csv(materialised[0]).keys()) if materialised else ["dataset", "case_id"]
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(r.as_csv() for r in materialised)
+    return card

@@ -1,0 +1,175 @@
+"""The deterministic EoG-style controller: it owns the frontier, the beliefs and the budget.
+
+Each turn the policy picks one hypothesis to examine; the controller runs the chosen tools through
+the EvidenceCapturingTool decorator, labels the entity from what the evidence says (origin, symptom,
+healthy, deferred) and propagates that belief to the neighbours with damping: a symptom passes
+blame to the callees that explain it (adding hypotheses for them when they have none), an origin
+explains its callers. At every turn boundary and when the policy wants to finish, the core's gate
+decides whether the loop may stop.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from rca.core.evidence import EvidenceSink, Verdict
+from rca.core.gate import GateBudget, LoopControl, control
+from rca.core.hypotheses import Hypothesis, HypothesisTree
+from rca.core.modes import Mode
+from rca.investigation.policy import LoopView, Policy
+from rca.investigation.result import Belief, Step
+from rca.investigation.seed import Suspect, hypothesis_for
+from rca.tools.base import Capture, EvidenceCapturingTool, Tool, ToolContext
+from rca.tools.metrics import KNEE
+
+Progress = Callable[[int, str, int], None]  # turn, last tool, hypotheses so far
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """The loop's budget, modes and search breadth."""
+
+    budget: GateBudget = field(default_factory=GateBudget)
+    gate_mode: Mode = Mode.ACTIVE
+    belief_propagation: bool = True
+    seeds: int = 5  # suspects that get a hypothesis before the loop starts
+    damping: float = 0.5  # share of a symptom's priority passed to the callees that explain it
+
+
+@dataclass
+class LoopOutcome:
+    """Where the loop ended."""
+
+    tree: HypothesisTree
+    control: LoopControl
+    wants_to_finish: bool
+    turns: int
+    elapsed_s: float
+    beliefs: dict[str, Belief]
+    priority: dict[str, float]
+    steps: list[Step] = field(default_factory=list)
+
+
+def _label(captures: list[Capture]) -> Belief:
+    """What the evidence of one visit says the entity is."""
+    verdicts = [c.evidence.verdict for c in captures]
+    if Verdict.SUPPORTS in verdicts:
+        return Belief.ORIGIN
+    for c in captures:
+        raw, own = c.result.measurements.get("z"), c.result.measurements.get("own_z")
+        if isinstance(raw, float) and isinstance(own, float) and raw >= KNEE > own:
+            return Belief.SYMPTOM  # it moved, but a callee shows the same
+    decisive = [v for v in verdicts if v is not Verdict.INCONCLUSIVE]
+    if decisive and all(v is Verdict.REFUTES for v in decisive):
+        return Belief.HEALTHY
+    return Belief.DEFERRED
+
+
+class Controller:
+    """Runs the bounded loop for one investigation."""
+
+    def __init__(
+        self,
+        ctx: ToolContext,
+        policy: Policy,
+        tools: Mapping[str, Tool],
+        settings: LoopSettings,
+        clock: Callable[[], float] = time.monotonic,
+        progress: Progress | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.policy = policy
+        self.settings = settings
+        self.clock = clock
+        self.progress = progress
+        self.sink = EvidenceSink()
+        self.tools = {name: EvidenceCapturingTool(tool, self.sink) for name, tool in tools.items()}
+
+    def run(self, suspects: list[Suspect]) -> LoopOutcome:
+        """Investigate from the seeded suspects until the gate (or, in shadow, the legacy rule) stops."""
+        by_entity = {s.entity: s for s in suspects}
+        hypotheses: dict[str, Hypothesis] = {}
+        priority: dict[str, float] = {}
+        for rank, suspect in enumerate(s for s in suspects[: self.settings.seeds] if s.score > 0):
+            h = hypothesis_for(suspect, rank)
+            hypotheses[h.id] = h
+            priority[h.id] = suspect.score
+        beliefs = dict.fromkeys(self.ctx.graph.names(), Belief.DEFERRED)
+        visited: set[str] = set()
+        steps: list[Step] = []
+        turns, wants_to_finish, start = 0, False, self.clock()
+        while True:
+            tree = HypothesisTree.snapshot(hypotheses.values(), self.sink)
+            ctl = control(
+                tree,
+                wants_to_finish,
+                turns,
+                self.clock() - start,
+                self.settings.budget,
+                self.settings.gate_mode,
+            )
+            if ctl.stop:
+                break
+            frontier = sorted(
+                ((priority[i], h) for i, h in hypotheses.items() if i not in visited),
+                key=lambda item: (-item[0], item[1].id),
+            )
+            view = LoopView(tree, frontier, frozenset(visited), dict(beliefs), tuple(self.tools), turns)
+            action = self.policy.choose(view)
+            if action is None:
+                wants_to_finish = True
+                continue
+            hypothesis = action.hypothesis
+            captures = [self.tools[name](self.ctx, hypothesis) for name in action.tools if name in self.tools]
+            visited.add(hypothesis.id)
+            turns += 1
+            belief = _label(captures)
+            beliefs[hypothesis.entity] = belief
+            if self.settings.belief_propagation:
+                self._propagate(hypothesis, belief, hypotheses, priority, by_entity)
+            steps.append(
+                Step(
+                    turns,
+                    hypothesis.id,
+                    hypothesis.entity,
+                    tuple(c.evidence.tool for c in captures),
+                    tuple(c.evidence.verdict.value for c in captures),
+                    belief,
+                    action.rationale,
+                )
+            )
+            if self.progress is not None:
+                self.progress(turns, captures[-1].evidence.tool if captures else "", len(hypotheses))
+        return LoopOutcome(tree, ctl, wants_to_finish, turns, self.clock() - start, beliefs, priority, steps)
+
+    def _propagate(
+        self,
+        hypothesis: Hypothesis,
+        belief: Belief,
+        hypotheses: dict[str, Hypothesis],
+        priority: dict[str, float],
+        by_entity: Mapping[str, Suspect],
+    ) -> None:
+        """Semantic belief propagation to the neighbours, damped."""
+        damping = self.settings.damping
+        mine = priority[hypothesis.id]
+        if belief is Belief.SYMPTOM:
+            for callee in self.ctx.graph.callees(hypothesis.entity):
+                suspect = by_entity.get(callee)
+                if suspect is None or suspect.score <= 0:
+                    continue
+                existing = [i for i, h in hypotheses.items() if h.entity == callee]
+                if existing:
+                    for i in existing:
+                        priority[i] += damping * mine
+                    continue
+                h = hypothesis_for(suspect, len(hypotheses))
+                hypotheses[h.id] = h
+                priority[h.id] = suspect.score + damping * mine
+        elif belief is Belief.ORIGIN:
+            for caller in self.ctx.graph.callers(hypothesis.entity):
+                for i, h in hypotheses.items():
+                    if h.entity == caller:
+                        priority[i] *= 1 - damping  # explained by this origin

@@ -1,0 +1,77 @@
+"""The investigation engine's entry point: telemetry + alert in, an InvestigationResult out."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from rca.core.gate import GateBudget
+from rca.core.modes import Mode
+from rca.investigation.conclusion import conclude
+from rca.investigation.controller import Controller, LoopSettings, Progress
+from rca.investigation.policy import OfflinePolicy, Policy
+from rca.investigation.registry import ALL_TOOLS, citations, modalities_for, tools_for
+from rca.investigation.result import InvestigationResult
+from rca.investigation.seed import seed
+from rca.telemetry.model import Alert, TelemetrySource, TimeWindow
+from rca.tools.base import ToolContext
+
+MINUTE = 60.0
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Everything that shapes an investigation; the defaults are the product's."""
+
+    max_turns: int = 10
+    wall_clock_s: float = 240.0
+    gate_mode: Mode = Mode.ACTIVE
+    cap_mode: Mode = Mode.ACTIVE
+    belief_propagation: bool = True
+    blame_propagation: bool = True
+    tools: frozenset[str] = field(default_factory=lambda: frozenset(ALL_TOOLS))
+    seeds: int = 5
+    # The incident window around the alert's firing time, and the baseline before it when the
+    # source knows of no recorded normal period.
+    before_onset_s: float = 10 * MINUTE
+    after_onset_s: float = 5 * MINUTE
+    baseline_s: float = 60 * MINUTE
+
+
+def windows(source: TelemetrySource, onset: float, config: EngineConfig) -> tuple[TimeWindow, TimeWindow]:
+    """The incident window and the baseline window for an alert firing at `onset`."""
+    held = source.time_range()
+    start = min(max(held.start, onset - config.before_onset_s), held.end)
+    incident = TimeWindow(start, max(start, min(held.end, onset + config.after_onset_s)))
+    baseline = source.baseline_window(incident.start)
+    if baseline is None:
+        begin = max(held.start, incident.start - config.baseline_s)
+        baseline = TimeWindow(min(begin, incident.start), incident.start)
+    return incident, baseline
+
+
+def investigate(
+    source: TelemetrySource,
+    alert: Alert,
+    config: EngineConfig = EngineConfig(),  # frozen, so sharing the default is safe
+    policy: Policy | None = None,
+    priors: Mapping[str, float] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    progress: Progress | None = None,
+) -> InvestigationResult:
+    """Investigate one incident: seed suspects, run the gated loop, conclude."""
+    incident, baseline = windows(source, alert.fired_at, config)
+    ctx = ToolContext(source, alert, incident, baseline, source.topology())
+    available = source.modalities()
+    suspects = seed(ctx, modalities_for(config.tools, available), priors, config.blame_propagation)
+    settings = LoopSettings(
+        budget=GateBudget(max_turns=config.max_turns, wall_clock_s=config.wall_clock_s),
+        gate_mode=config.gate_mode,
+        belief_propagation=config.belief_propagation,
+        seeds=config.seeds,
+    )
+    chosen = policy or OfflinePolicy()
+    controller = Controller(ctx, chosen, tools_for(config.tools, available), settings, clock, progress)
+    loop = controller.run(suspects)
+    return conclude(ctx, loop, suspects, settings, chosen, citations(ctx), config.cap_mode)

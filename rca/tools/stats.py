@@ -1,0 +1,145 @@
+"""Robust statistics shared by the evidence tools: baseline-relative deviation and change points.
+
+A deviation is a robust z-score: how far the incident window sits from the baseline median, in units
+of the baseline's spread (MAD scaled to a standard deviation, floored so a flat baseline does not
+turn noise into an infinite score). Direction matters: latency and CPU are bad when they go up,
+success rates when they go down.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+import ruptures
+
+from rca.telemetry.model import FloatArray
+
+MAD_TO_SIGMA = 1.4826
+# A baseline's spread is never taken below this share of its level (flat series, quantised data).
+RELATIVE_FLOOR = 0.02
+# Success rates sit near their ceiling, where a drop of a fraction of a percent already matters.
+RATE_RELATIVE_FLOOR = 0.002
+# The high (or low) quantile of the incident window that represents it: robust to a fault that
+# starts part-way through the window without being as noisy as the maximum.
+WINDOW_QUANTILE = 0.8
+# A level the series already reached in its baseline (this quantile of it) is within normal
+# behaviour, however small the baseline's MAD: spiky series such as p99 latencies reach it often.
+BASELINE_CEILING = 0.95
+NOT_ANOMALOUS_Z = 3.0
+
+
+class Family(StrEnum):
+    """Metric families; which ones moved tells the fault kind."""
+
+    CPU = "cpu"
+    MEMORY = "memory"
+    LATENCY = "latency"
+    ERRORS = "errors"
+    TRAFFIC = "traffic"
+    NETWORK = "network"
+    IO = "io"
+    DOWNSTREAM = "downstream"  # client-side measures of calls an entity makes (its callees' view)
+
+
+class Direction(StrEnum):
+    """Which way is bad."""
+
+    UP = "up"
+    DOWN = "down"
+    BOTH = "both"
+
+
+_FAMILY_RULES: tuple[tuple[re.Pattern[str], Family, Direction], ...] = (
+    (re.compile(r"^client_"), Family.DOWNSTREAM, Direction.UP),
+    (re.compile(r"success|availability"), Family.ERRORS, Direction.DOWN),
+    (re.compile(r"error|fail|5xx|exception"), Family.ERRORS, Direction.UP),
+    (re.compile(r"latency|duration|response_time"), Family.LATENCY, Direction.UP),
+    (re.compile(r"cpu"), Family.CPU, Direction.UP),
+    (re.compile(r"mem"), Family.MEMORY, Direction.UP),
+    (re.compile(r"network|net_|_bytes"), Family.NETWORK, Direction.BOTH),
+    (re.compile(r"syscall|disk|io_"), Family.IO, Direction.BOTH),
+    (re.compile(r"request|workload|throughput|lod|qps|rps"), Family.TRAFFIC, Direction.BOTH),
+)
+
+
+def family_of(metric: str) -> tuple[Family, Direction] | None:
+    """The family and bad direction of a metric name; None for metrics that are not the entity's own
+    (node-level measures belong to the machine, not the service)."""
+    name = metric.lower()
+    if name.startswith("node_"):
+        return None
+    for pattern, family, direction in _FAMILY_RULES:
+        if pattern.search(name):
+            return family, direction
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Deviation:
+    """How far an incident window deviates from its baseline, in the bad direction."""
+
+    z: float  # robust z-score in the bad direction (negative: moved the good way)
+    baseline: float  # baseline median
+    observed: float  # the window's representative value
+    relative: float  # (observed - baseline) / |baseline| (inf when the baseline is 0)
+
+
+def deviation(
+    baseline: FloatArray, window: FloatArray, direction: Direction, relative_floor: float = RELATIVE_FLOOR
+) -> Deviation | None:
+    """Robust deviation of `window` from `baseline`; None when either has too few finite points."""
+    base = baseline[np.isfinite(baseline)]
+    win = window[np.isfinite(window)]
+    if base.size < 3 or win.size < 1:
+        return None
+    med = float(np.median(base))
+    mad = float(np.median(np.abs(base - med))) * MAD_TO_SIGMA
+    spread = max(mad, relative_floor * abs(med), 1e-9)
+    high = float(np.quantile(win, WINDOW_QUANTILE))
+    low = float(np.quantile(win, 1 - WINDOW_QUANTILE))
+    ceiling = float(np.quantile(base, BASELINE_CEILING))
+    floor = float(np.quantile(base, 1 - BASELINE_CEILING))
+    if direction is Direction.UP:
+        observed = high
+        z = (high - med) / spread
+        seen_before = high <= ceiling
+    elif direction is Direction.DOWN:
+        observed = low
+        z = (med - low) / spread
+        seen_before = low >= floor
+    else:
+        observed = high if abs(high - med) >= abs(low - med) else low
+        z = abs(observed - med) / spread
+        seen_before = floor <= observed <= ceiling
+    if seen_before:
+        z = min(z, NOT_ANOMALOUS_Z)
+    relative = (observed - med) / abs(med) if med != 0 else (math.inf if observed != med else 0.0)
+    return Deviation(z=z, baseline=med, observed=observed, relative=relative)
+
+
+def floor_for(family: Family) -> float:
+    """The relative spread floor suited to a family."""
+    return RATE_RELATIVE_FLOOR if family is Family.ERRORS else RELATIVE_FLOOR
+
+
+def squash(z: float, knee: float = 3.0, scale: float = 3.0) -> float:
+    """Map a z-score to [0, 1): 0 up to `knee`, about 0.63 at knee + scale, 0.86 at knee + 2 scale."""
+    if not math.isfinite(z):
+        return 1.0 if z > 0 else 0.0
+    return 1.0 - math.exp(-max(0.0, z - knee) / scale)
+
+
+def change_point(times: FloatArray, values: FloatArray) -> float | None:
+    """The time of the single strongest mean shift in a series (ruptures, binary segmentation)."""
+    mask = np.isfinite(values)
+    t, v = times[mask], values[mask]
+    if v.size < 6 or float(np.ptp(v)) == 0.0:
+        return None
+    algo = ruptures.Binseg(model="l2", min_size=2, jump=1).fit(v.reshape(-1, 1))
+    breaks = algo.predict(n_bkps=1)
+    index = breaks[0]
+    return float(t[index]) if 0 < index < v.size else None

@@ -1,0 +1,62 @@
+"""Small constructed incidents on a real RecordedSource (frames in memory instead of files)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from rca.telemetry.model import Alert, DependencyGraph, Edge, Entity, Event, TimeWindow
+from rca.telemetry.recorded.source import ColumnSpec, RecordedSource, TableRecording
+
+T0 = 1_700_000_000.0
+STEP = 60.0
+MINUTES = 90  # 60 minutes of baseline, then the incident
+ONSET = T0 + 60 * STEP
+
+
+def build(
+    edges: Sequence[tuple[str, str]],
+    faults: Mapping[tuple[str, str], float],
+    *,
+    alert_entity: str = "frontend",
+    alert_metric: str = "latency_p90",
+    events: Sequence[Event] = (),
+    seed: int = 7,
+) -> tuple[RecordedSource, Alert]:
+    """A source where every service has cpu, memory, latency and success-rate series with small noise,
+    and `faults[(service, metric)]` multiplies that metric from the onset on."""
+    services = sorted({s for edge in edges for s in edge})
+    rng = np.random.default_rng(seed)
+    index = T0 + STEP * np.arange(MINUTES)
+    columns: dict[str, np.ndarray] = {}
+    specs: list[ColumnSpec] = []
+    levels = {"cpu": 20.0, "memory": 300.0, "latency_p90": 0.2, "success_rate": 100.0}
+    for service in services:
+        for metric, level in levels.items():
+            noise = rng.normal(0.0, level * 0.01, MINUTES) if metric != "success_rate" else np.zeros(MINUTES)
+            values = level + noise
+            factor = faults.get((service, metric))
+            if factor is not None:
+                values[60:] = values[60:] * factor
+            column = f"{service}:{metric}"
+            columns[column] = values
+            specs.append(ColumnSpec(service, metric, "", "frame", column, column))
+    frame = pd.DataFrame(columns, index=index)
+    window = TimeWindow(T0, T0 + STEP * MINUTES)
+    graph = DependencyGraph(tuple(Entity(s) for s in services), tuple(Edge(a, b) for a, b in edges))
+    source = RecordedSource(
+        name="scenario",
+        range=window,
+        graph=graph,
+        recordings=(TableRecording(window, specs, lambda key: frame),),
+        change_events=tuple(events),
+    )
+    alert = Alert(name="HighLatency", entity=alert_entity, fired_at=ONSET + 2 * STEP, metric=alert_metric)
+    return source, alert
+
+
+def propagate_latency(path: Sequence[str], factor: float) -> dict[tuple[str, str], float]:
+    """The same latency factor on every service of a call path (callers inherit a callee's delay)."""
+    return {(s, "latency_p90"): factor for s in path}

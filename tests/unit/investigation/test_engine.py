@@ -1,0 +1,116 @@
+"""The engine end to end on constructed incidents: conclusions, the gate, grounding and tiers."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rca.core.actions import ActionTier, OutcomeKind
+from rca.core.grounding import Grounding
+from rca.core.modes import Mode
+from rca.investigation.engine import EngineConfig, investigate
+from rca.investigation.result import Belief
+from rca.telemetry.model import Event, EventKind
+from tests.unit.investigation.scenario import ONSET, build, propagate_latency
+
+CHAIN = [("frontend", "checkout"), ("checkout", "payment"), ("payment", "db"), ("frontend", "catalog")]
+
+
+def cpu_in_payment() -> dict[tuple[str, str], float]:
+    faults = propagate_latency(["payment", "checkout", "frontend"], 3.0)
+    faults[("payment", "cpu")] = 4.0
+    return faults
+
+
+def test_origin_found_with_its_path_and_capped_below_pull_request() -> None:
+    source, alert = build(CHAIN, cpu_in_payment())
+    result = investigate(source, alert)
+    assert result.exit == "confident"
+    assert result.root_cause is not None
+    assert result.root_cause.entity == "payment"
+    assert result.root_cause.fault_kind == "cpu"
+    assert result.candidates[0].entity == "payment"
+    assert [(h.cause, h.effect) for h in result.path] == [("payment", "checkout"), ("checkout", "frontend")]
+    assert all(h.edge for h in result.path)
+    assert result.beliefs["payment"] is Belief.ORIGIN
+    # hard evidence but no change citation: partially grounded, so never a pull request
+    assert result.chain.grounding is Grounding.PARTIALLY_GROUNDED
+    assert result.outcome.tier is not ActionTier.PULL_REQUEST
+    assert result.outcome.confidence.capped <= 0.84
+    assert result.gate.auto_remediates is False
+    assert result.gate.clause == 1
+
+
+def test_latency_inherited_from_a_callee_is_not_an_origin() -> None:
+    source, alert = build(CHAIN, propagate_latency(["db", "payment", "checkout", "frontend"], 3.0))
+    result = investigate(source, alert)
+    assert result.candidates[0].entity == "db"
+    assert result.root_cause is not None
+    assert result.root_cause.entity == "db"
+
+
+def test_nothing_wrong_is_no_confident_root_cause() -> None:
+    source, alert = build(CHAIN, {})
+    result = investigate(source, alert)
+    assert result.exit == "no_confident_root_cause"
+    assert result.root_cause is None
+    assert result.outcome.kind is OutcomeKind.NO_CONFIDENT_ROOT_CAUSE
+    assert result.outcome.tier is ActionTier.NOTIFY
+    assert result.gate.exit.value == "no_confident_root_cause"
+
+
+def test_two_services_alike_stay_unproven() -> None:
+    # two leaves deviate the same way and neither explains the other: the metrics cannot tell
+    faults = {("payment", "cpu"): 4.0, ("catalog", "cpu"): 4.0}
+    faults.update(propagate_latency(["payment", "checkout", "frontend", "catalog"], 2.0))
+    source, alert = build(CHAIN, faults)
+    result = investigate(source, alert)
+    assert result.exit == "no_confident_root_cause"
+    assert {c.entity for c in result.candidates[:2]} == {"payment", "catalog"}
+
+
+def test_shadow_gate_names_its_best_guess_unproven() -> None:
+    faults = {("payment", "cpu"): 4.0, ("catalog", "cpu"): 4.0}
+    source, alert = build(CHAIN, faults)
+    result = investigate(source, alert, EngineConfig(gate_mode=Mode.SHADOW))
+    assert result.exit == "confident"  # the legacy stop trusts the ranking
+    assert result.gate.exit.value == "no_confident_root_cause"  # what the gate would have said
+    assert result.chain.grounding is Grounding.UNGROUNDED
+    assert result.outcome.tier in (ActionTier.NOTIFY, ActionTier.ISSUE)
+
+
+def test_budget_exhausted_before_the_origin_is_visited() -> None:
+    source, alert = build(CHAIN, cpu_in_payment())
+    config = EngineConfig(max_turns=0)
+    result = investigate(source, alert, config)
+    assert result.exit == "no_confident_root_cause"
+    assert result.gate.state.value == "budget_exhausted"
+    assert result.turns == 0
+
+
+def test_change_citation_grounds_the_conclusion() -> None:
+    deploy = Event(ONSET - 120, "payment", EventKind.COMMIT, "tighten pool size", reference="3f9a2c1d8e7b")
+    source, alert = build(CHAIN, cpu_in_payment(), events=[deploy])
+    result = investigate(source, alert)
+    assert result.root_cause is not None
+    assert result.root_cause.entity == "payment"
+    assert result.chain.citation is not None
+    assert result.chain.citation.ref == "3f9a2c1d8e7b"
+    assert result.chain.grounding is Grounding.GROUNDED
+
+
+def test_deterministic_and_byte_identical() -> None:
+    source, alert = build(CHAIN, cpu_in_payment())
+    first = investigate(source, alert).to_dict()
+    source, alert = build(CHAIN, cpu_in_payment())
+    second = investigate(source, alert).to_dict()
+    for doc in (first, second):
+        doc.pop("elapsed_s")
+    assert first == second
+
+
+def test_cap_shadow_lets_raw_confidence_choose_the_tier() -> None:
+    source, alert = build(CHAIN, cpu_in_payment())
+    active = investigate(source, alert)
+    shadow = investigate(*build(CHAIN, cpu_in_payment()), replace(EngineConfig(), cap_mode=Mode.SHADOW))
+    assert active.outcome.confidence.raw == shadow.outcome.confidence.raw
+    assert shadow.outcome.confidence.governing == shadow.outcome.confidence.raw
