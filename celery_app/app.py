@@ -10,4 +10,5 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rca.settings")
 
 app = Celery("rootline")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["celery_app"])
+# Imported at once (not lazily) so web processes can look tasks up by name in the registry.
+app.autodiscover_tasks(["celery_app"], force=True)

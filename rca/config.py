@@ -48,6 +48,8 @@ class Config:
     anthropic_api_key: str | None
     data_dir: Path | None
     celery_eager: bool
+    task_visibility_s: int
+    live_telemetry: dict[str, dict[str, object]]
 
 
 def _str(env: Mapping[str, str], name: str) -> str | None:
@@ -76,6 +78,15 @@ def _port(env: Mapping[str, str], name: str, default: int) -> int:
         return default
     if not raw.isdigit() or not 0 < int(raw) < 65536:
         raise ConfigError(f"{name}={raw!r} is not a TCP port (1-65535)")
+    return int(raw)
+
+
+def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = _str(env, name)
+    if raw is None:
+        return default
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigError(f"{name}={raw!r} is not a positive whole number")
     return int(raw)
 
 
@@ -148,6 +159,24 @@ def _graph(env: Mapping[str, str], var_dir: Path) -> GraphConfig:
     return GraphConfig(uri=uri, user=user, password=password, database=database or "neo4j", embedded=False)
 
 
+def _live_telemetry(env: Mapping[str, str]) -> dict[str, dict[str, object]]:
+    """Live backends for incidents that are not recorded cases; a backend without a URL is off."""
+    backends: dict[str, dict[str, object]] = {}
+    for name in ("prometheus", "loki", "tempo", "jaeger", "kubernetes"):
+        url = _url(env, f"{name.upper()}_URL", None, ("http", "https"))
+        if url is not None:
+            backends[name] = {"url": url, "token": _str(env, f"{name.upper()}_TOKEN")}
+    if "kubernetes" in backends:
+        spaces = _str(env, "KUBERNETES_NAMESPACES") or "default"
+        backends["kubernetes"]["namespaces"] = [n.strip() for n in spaces.split(",") if n.strip()]
+    repo = _str(env, "GITHUB_REPOSITORY")
+    if repo is not None:
+        if repo.count("/") != 1 or repo.startswith("/") or repo.endswith("/"):
+            raise ConfigError(f"GITHUB_REPOSITORY={repo!r} is not owner/name")
+        backends["github"] = {"repo": repo, "token": _str(env, "GITHUB_TOKEN")}
+    return backends
+
+
 def load_config(env: Mapping[str, str] | None = None) -> Config:
     """Parse and validate the environment; raises ConfigError naming the first bad variable."""
     env = os.environ if env is None else env
@@ -189,4 +218,6 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         anthropic_api_key=_str(env, "ANTHROPIC_API_KEY"),
         data_dir=data_dir,
         celery_eager=_bool(env, "ROOTLINE_CELERY_EAGER", False),
+        task_visibility_s=_positive_int(env, "ROOTLINE_TASK_VISIBILITY_S", 900),
+        live_telemetry=_live_telemetry(env),
     )

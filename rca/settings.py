@@ -114,6 +114,10 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A message whose worker died unacknowledged is redelivered after this long (Redis transport), so it
+# must exceed the longest task: an investigation is bounded at a few minutes.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CONFIG.task_visibility_s}
+CELERY_RESULT_EXPIRES = 24 * 3600
 
 ROOTLINE_GRAPH = CONFIG.graph
 ROOTLINE_QDRANT_URL = CONFIG.qdrant_url
@@ -121,6 +125,7 @@ ROOTLINE_QDRANT_PATH = CONFIG.qdrant_path
 ROOTLINE_DATA_DIR = CONFIG.data_dir
 ROOTLINE_VAR_DIR = CONFIG.var_dir
 ANTHROPIC_API_KEY = CONFIG.anthropic_api_key
+ROOTLINE_LIVE_TELEMETRY = CONFIG.live_telemetry
 
 LOGGING = {
     "version": 1,

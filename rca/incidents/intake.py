@@ -11,7 +11,7 @@ Called by the webhooks (Alertmanager v4, generic JSON) and by `manage.py import_
 * each payload is ingested in one transaction; concurrent deliveries race on the database's unique
   constraints (one active incident per group, one row per episode) and the loser retries.
 
-Opening or re-opening an incident calls `services.enqueue_investigation`.
+Opening or re-opening an incident calls `investigations.queue_investigation`.
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ from django.utils import timezone
 from rest_framework import serializers
 from rest_framework.settings import api_settings
 
+from rca.incidents.investigations import queue_investigation
 from rca.incidents.models import Alert, Incident, IntakeSource
 from rca.incidents.serializers import AlertmanagerPayloadSerializer, GenericAlertSerializer
-from rca.incidents.services import enqueue_investigation, record_audit
+from rca.incidents.services import record_audit
 
 if TYPE_CHECKING:  # the case loaders pull in pandas; webhooks need none of it
     from rca.telemetry.cases import CaseRef, RecordedCase
@@ -343,7 +344,7 @@ def _ingest_one(spec: _AlertSpec, result: IntakeResult) -> None:
         else:
             result.updated(incident)
         if how in ("created", "reopened") and incident.status != Incident.Status.RESOLVED:
-            enqueue_investigation(incident)
+            queue_investigation(incident)
         return
     raise RuntimeError(f"alert {spec.fingerprint}: gave up after {_RACE_RETRIES} concurrent-write retries")
 

@@ -181,10 +181,10 @@ class Hypothesis(models.Model):
     """One node of the final hypothesis tree; `state` is the core's derived state, copied, never set."""
 
     investigation = models.ForeignKey(Investigation, on_delete=models.CASCADE, related_name="hypotheses")
-    key = models.CharField(max_length=64, help_text="The engine's hypothesis id.")
+    key = models.CharField(max_length=320, help_text="The engine's hypothesis id.")
     entity = models.CharField(max_length=255)
     fault_kind = models.CharField(max_length=64, blank=True)
-    parent_key = models.CharField(max_length=64, blank=True)
+    parent_key = models.CharField(max_length=320, blank=True)
     state = models.CharField(max_length=16, choices=_choices(HypothesisState))
     prior = models.FloatField(default=0.0)
     rank = models.PositiveIntegerField(default=0)

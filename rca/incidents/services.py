@@ -1,4 +1,4 @@
-"""Incident services called by intake, tasks and views: the audit trail and the investigation hook."""
+"""Incident services called by intake, tasks and views: the audit trail."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import models
 
-from rca.incidents.models import AuditEvent, Incident
+from rca.incidents.models import AuditEvent
 
 
 def record_audit(
@@ -29,17 +29,3 @@ def record_audit(
         detail=detail or {},
     )
 
-
-def enqueue_investigation(incident: Incident) -> None:
-    """Queue an investigation of `incident` (called by intake when it opens or re-opens one).
-
-    For now this only records the "investigation.queued" audit event, inside the caller's transaction.
-    The Celery `investigate` task is sent from here once it exists, through `transaction.on_commit`
-    so that a worker never looks for an incident that is not committed yet.
-    """
-    record_audit(
-        "investigation.queued",
-        incident,
-        actor_label="intake",
-        detail={"source": incident.source, "group_key": incident.group_key},
-    )

@@ -28,7 +28,8 @@ def test_first_alert_opens_an_incident_and_queues_its_investigation() -> None:
     assert result.incidents_created == [incident.pk]
     assert result.alerts_stored == 1
     assert result.duplicates == 0
-    assert incident.status == Incident.Status.OPEN
+    assert incident.status == Incident.Status.INVESTIGATING  # its investigation is queued
+    assert incident.investigations.get().status == "queued"
     assert incident.source == "alertmanager"
     assert incident.title == "checkout 5xx above 5%"
     assert incident.severity == "critical"
@@ -103,7 +104,7 @@ def test_incident_resolves_when_all_its_alerts_resolve() -> None:
     incident.refresh_from_db()
     assert first.alerts_resolved == 1
     assert first.duplicates == 1
-    assert incident.status == Incident.Status.OPEN
+    assert incident.status == Incident.Status.INVESTIGATING  # still active: one alert fires on
     stored_a = Alert.objects.get(fingerprint="aaa")
     assert stored_a.status == Alert.Status.RESOLVED
     assert stored_a.ends_at is not None
@@ -141,7 +142,7 @@ def test_new_episode_soon_after_resolution_reopens_the_incident() -> None:
     incident = Incident.objects.get()
     assert result.incidents_updated == [incident.pk]
     assert result.alerts_stored == 1
-    assert incident.status == Incident.Status.OPEN
+    assert incident.status == Incident.Status.INVESTIGATING  # re-opened and queued again
     assert incident.resolved_at is None
     assert incident.alerts.count() == 2
     assert queued(incident) == 2
@@ -157,7 +158,7 @@ def test_new_episode_long_after_resolution_opens_a_new_incident() -> None:
     result = ingest_alertmanager(am_payload(am_alert("aaa", starts_at="2024-05-01T14:00:00Z")))
 
     assert len(result.incidents_created) == 1
-    assert Incident.objects.filter(status=Incident.Status.OPEN).count() == 1
+    assert Incident.objects.filter(status=Incident.Status.INVESTIGATING).count() == 1
     assert Incident.objects.count() == 2
 
 

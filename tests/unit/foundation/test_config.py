@@ -52,6 +52,24 @@ def test_external_services(tmp_path: Path) -> None:
     assert cfg.allowed_hosts == ("rootline.example.org", "10.0.0.5")
 
 
+def test_live_telemetry_backends_from_the_environment(tmp_path: Path) -> None:
+    cfg = load_config(
+        {
+            **GOOD,
+            "ROOTLINE_VAR_DIR": str(tmp_path),
+            "PROMETHEUS_URL": "http://prometheus:9090",
+            "LOKI_URL": "http://loki:3100",
+            "KUBERNETES_URL": "https://k8s:6443",
+            "KUBERNETES_TOKEN": "t0ken",
+            "KUBERNETES_NAMESPACES": "shop, payments",
+            "GITHUB_REPOSITORY": "acme/shop",
+        }
+    )
+    assert set(cfg.live_telemetry) == {"prometheus", "loki", "kubernetes", "github"}
+    assert cfg.live_telemetry["kubernetes"]["namespaces"] == ["shop", "payments"]
+    assert cfg.live_telemetry["github"]["repo"] == "acme/shop"
+
+
 @pytest.mark.parametrize(
     ("env", "variable"),
     [
@@ -66,6 +84,9 @@ def test_external_services(tmp_path: Path) -> None:
         ({"ROOTLINE_GRAPH_PORT": "99999"}, "ROOTLINE_GRAPH_PORT"),
         ({"ALLOWED_HOSTS": " , "}, "ALLOWED_HOSTS"),
         ({"SECRET_KEY": "short"}, "SECRET_KEY"),
+        ({"ROOTLINE_TASK_VISIBILITY_S": "0"}, "ROOTLINE_TASK_VISIBILITY_S"),
+        ({"PROMETHEUS_URL": "prometheus:9090"}, "PROMETHEUS_URL"),
+        ({"GITHUB_REPOSITORY": "just-a-name"}, "GITHUB_REPOSITORY"),
         ({"SECRET_KEY": ""}, "SECRET_KEY"),
     ],
 )

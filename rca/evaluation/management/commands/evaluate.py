@@ -9,6 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from rca.evaluation.ablations import VARIANTS
 from rca.evaluation.runner import SPLITS, Selection, run, write
 from rca.evaluation.scoring import CaseRow
 from rca.telemetry.cases import CaseIndexError
@@ -25,6 +26,13 @@ class Command(BaseCommand):
         )
         parser.add_argument("--limit", type=int, default=None, help="at most N cases")
         parser.add_argument("--out", type=Path, required=True, help="output folder")
+        parser.add_argument(
+            "--variant",
+            action="append",
+            choices=sorted(VARIANTS),
+            default=[],
+            help="engine variant(s) for ablations; each is written under OUTDIR/<variant>/ (default: full)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         data: Path | None = options["data"] or settings.ROOTLINE_DATA_DIR
@@ -48,6 +56,12 @@ class Command(BaseCommand):
                     f"{row.tier:12s} {row.seconds:6.2f}s"
                 )
 
-        rows = run(selection, on_case=report)
-        card = write(rows, options["out"])
-        self.stdout.write(json.dumps(card, indent=2, sort_keys=True))
+        variants = options["variant"] or ["full"]
+        cards = {}
+        for name in variants:
+            out = options["out"] if len(variants) == 1 else options["out"] / name
+            rows = run(selection, VARIANTS[name], on_case=report)
+            cards[name] = write(rows, out)
+        self.stdout.write(
+            json.dumps(cards if len(variants) > 1 else cards[variants[0]], indent=2, sort_keys=True)
+        )

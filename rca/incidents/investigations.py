@@ -1,0 +1,212 @@
+"""Investigations of incidents: queue one, run the engine, store what it concluded.
+
+The relational database is the source of truth: an investigation's row, its hypotheses and
+evidence and its proposed action are written in one transaction, so the graph projection and the
+incident memory can always be rebuilt from them. Running the same investigation twice (a redelivered
+task) stores one result: a finished investigation is not run again, and a half-done one (its worker
+died) is run again from the start, replacing whatever it had written.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from rca.core.actions import max_allowed_tier
+from rca.core.gate import GateExit
+from rca.incidents.models import ActionProposal, Evidence, Hypothesis, Incident, Investigation
+from rca.incidents.services import record_audit
+from rca.investigation.engine import EngineConfig, investigate
+from rca.investigation.narrative import action_body, action_title
+from rca.investigation.result import InvestigationResult
+from rca.telemetry.cases import find_case, load_case
+from rca.telemetry.live.source import LiveConfig, LiveSource
+from rca.telemetry.model import Alert, TelemetrySource
+
+log = logging.getLogger(__name__)
+
+INVESTIGATE_TASK = "rootline.investigate"
+
+
+def queue_investigation(incident: Incident) -> Investigation:
+    """Create the next investigation of `incident` and send it to a worker once this commits."""
+    attempt = incident.investigations.count() + 1
+    investigation = Investigation.objects.create(
+        incident=incident,
+        attempt_key=f"{incident.pk}:{attempt}",
+        policy=Investigation.Policy.OFFLINE,
+        status=Investigation.Status.QUEUED,
+    )
+    Incident.objects.filter(pk=incident.pk).exclude(status=Incident.Status.RESOLVED).update(
+        status=Incident.Status.INVESTIGATING
+    )
+    record_audit(
+        "investigation.queued",
+        incident,
+        actor_label="intake",
+        detail={
+            "source": incident.source,
+            "group_key": incident.group_key,
+            "investigation": investigation.pk,
+        },
+    )
+    # The task is looked up by name in the app's registry: incidents do not import the task module.
+    from celery_app.app import app
+
+    task = app.tasks[INVESTIGATE_TASK]
+    transaction.on_commit(lambda: task.delay(investigation.pk))
+    return investigation
+
+
+def telemetry_for(incident: Incident) -> tuple[TelemetrySource, Alert]:
+    """The telemetry source and the alert of an incident: its recorded case, or the live backends."""
+    recorded = incident.recorded_case
+    if recorded:
+        data_dir = Path(recorded["data_dir"])
+        case = load_case(data_dir, find_case(data_dir, recorded["dataset"], recorded["case_id"]))
+        return case.source, case.alert
+    source = LiveSource(LiveConfig.from_mapping(settings.ROOTLINE_LIVE_TELEMETRY))
+    alert = Alert(
+        name=incident.title,
+        entity=incident.symptom_entity,
+        fired_at=incident.onset.timestamp(),
+        severity=incident.severity or "critical",
+        labels={str(k): str(v) for k, v in (incident.labels or {}).items()},
+    )
+    return source, alert
+
+
+def _progress_writer(investigation_id: int) -> Callable[[int, str, int], None]:
+    def write(turn: int, last_tool: str, hypotheses: int) -> None:
+        # A plain UPDATE outside the result transaction, so a page can poll it while the loop runs.
+        Investigation.objects.filter(pk=investigation_id).update(
+            progress={"turn": turn, "last_tool": last_tool, "hypotheses": hypotheses}
+        )
+
+    return write
+
+
+def run_investigation(
+    investigation_id: int, priors: Mapping[str, float] | None = None, config: EngineConfig | None = None
+) -> Investigation:
+    """Run one queued (or interrupted) investigation and store its result; idempotent."""
+    with transaction.atomic():
+        investigation = Investigation.objects.select_for_update().get(pk=investigation_id)
+        if investigation.status == Investigation.Status.SUCCEEDED:
+            return investigation  # a redelivered task: the result is already stored
+        investigation.status = Investigation.Status.RUNNING
+        investigation.started_at = timezone.now()
+        investigation.progress = {}
+        investigation.error = ""
+        investigation.save(update_fields=["status", "started_at", "progress", "error"])
+    incident = investigation.incident
+    try:
+        source, alert = telemetry_for(incident)
+        result = investigate(
+            source,
+            alert,
+            config or EngineConfig(),
+            priors=priors,
+            progress=_progress_writer(investigation.pk),
+        )
+    except Exception as exc:
+        log.exception("investigation %s failed", investigation.pk)
+        Investigation.objects.filter(pk=investigation.pk).update(
+            status=Investigation.Status.FAILED,
+            finished_at=timezone.now(),
+            error=f"{type(exc).__name__}: {exc}",
+        )
+        record_audit("investigation.failed", investigation, detail={"error": str(exc)[:500]})
+        raise
+    store_result(investigation, result)
+    return investigation
+
+
+def _observed(at: float) -> datetime:
+    return datetime.fromtimestamp(at, tz=UTC)
+
+
+@transaction.atomic
+def store_result(investigation: Investigation, result: InvestigationResult) -> None:
+    """Write the result into the investigation's row, its hypothesis and evidence rows and its proposal."""
+    doc = result.to_dict()
+    outcome = doc["outcome"]
+    investigation.hypotheses.all().delete()  # a re-run replaces what an interrupted run left
+    investigation.proposals.all().delete()
+    investigation.gate = doc["gate"]
+    investigation.exit = (
+        GateExit.CONFIDENT.value if result.confident else GateExit.NO_CONFIDENT_ROOT_CAUSE.value
+    )
+    investigation.raw_confidence = outcome["raw_confidence"]
+    investigation.capped_confidence = outcome["capped_confidence"]
+    investigation.grounding = outcome["grounding"]
+    investigation.tier = outcome["tier"]
+    investigation.outcome = outcome["kind"]
+    investigation.root_cause_entity = result.root_cause.entity if result.root_cause else ""
+    investigation.root_cause_kind = result.root_cause.fault_kind if result.root_cause else ""
+    investigation.candidates = doc["candidates"]
+    investigation.propagation_path = doc["path"]
+    investigation.evidence_chain = doc["chain"]
+    investigation.beliefs = doc["beliefs"]
+    investigation.progress = {"turn": result.turns, "steps": doc["steps"], "stop_reason": result.stop_reason}
+    investigation.turns = result.turns
+    investigation.tokens_in = result.tokens_in
+    investigation.tokens_out = result.tokens_out
+    investigation.cost_usd = result.cost_usd
+    investigation.status = Investigation.Status.SUCCEEDED
+    investigation.finished_at = timezone.now()
+    investigation.save()
+    for rank, hypothesis in enumerate(result.hypotheses):
+        row = Hypothesis.objects.create(
+            investigation=investigation,
+            key=hypothesis.id,
+            entity=hypothesis.entity,
+            fault_kind=hypothesis.fault_kind,
+            parent_key=hypothesis.parent_id or "",
+            state=hypothesis.state.value,
+            prior=hypothesis.prior,
+            rank=rank,
+        )
+        Evidence.objects.bulk_create(
+            Evidence(
+                hypothesis=row,
+                seq=seq,
+                tool=item.tool,
+                target=hypothesis.entity,
+                source=item.source.value,
+                verdict=item.verdict.value,
+                summary=item.summary,
+                observed_at=_observed(item.observed_at),
+                signals=dict(item.signals),
+            )
+            for seq, item in enumerate(hypothesis.evidence)
+        )
+    incident = investigation.incident
+    exit_ = GateExit.CONFIDENT if result.confident else GateExit.NO_CONFIDENT_ROOT_CAUSE
+    ActionProposal.objects.create(
+        investigation=investigation,
+        tier=outcome["tier"],
+        max_allowed_tier=max_allowed_tier(
+            exit_, result.chain.grounding, result.outcome.confidence.mode
+        ).value,
+        title=action_title(doc, incident.symptom_entity or incident.title)[:300],
+        body=action_body(doc),
+    )
+    Incident.objects.filter(pk=incident.pk, status=Incident.Status.INVESTIGATING).update(
+        status=Incident.Status.OPEN
+    )
+    record_audit(
+        "investigation.succeeded",
+        investigation,
+        detail={
+            "exit": investigation.exit,
+            "tier": investigation.tier,
+            "root_cause": investigation.root_cause_entity,
+        },
+    )
