@@ -19,23 +19,10 @@ import networkx as nx
 from rca.core.hypotheses import Hypothesis
 from rca.tools import metrics
 from rca.tools.base import ToolContext
-from rca.tools.faults import KIND_OF_FAMILY, FaultKind
+from rca.tools.faults import EXPLAINS, KIND_OF_FAMILY, FaultKind, symptom_family
 from rca.tools.metrics import KNEE
-from rca.tools.stats import Family, family_of
 from rca.tools.topology import as_digraph
 
-# How well a family moving at the suspect explains the family the alert fired on.
-EXPLAINS: Mapping[Family, Mapping[Family, float]] = {
-    Family.ERRORS: {Family.ERRORS: 1.0, Family.LATENCY: 0.5, Family.CPU: 0.5, Family.MEMORY: 0.5},
-    Family.LATENCY: {
-        Family.LATENCY: 1.0,
-        Family.ERRORS: 0.5,
-        Family.CPU: 1.0,
-        Family.MEMORY: 0.7,
-        Family.NETWORK: 0.5,
-    },
-}
-DEFAULT_SYMPTOM = Family.LATENCY
 PAGERANK_ALPHA = 0.85
 BACKFLOW = 0.1  # walkers may step back to a caller, so blame does not pool in healthy leaves
 BLAME_SHARE = 0.5  # how much of the suspect score the PageRank blame may move
@@ -77,23 +64,22 @@ def compress(z: float) -> float:
     return math.log1p(max(0.0, z - KNEE))
 
 
-def symptom_family(ctx: ToolContext) -> Family:
-    """The family the alert fired on (latency when it does not say)."""
-    found = family_of(ctx.alert.metric or "")
-    return found[0] if found and found[0] in EXPLAINS else DEFAULT_SYMPTOM
-
-
 def metric_scores(ctx: ToolContext) -> dict[str, float]:
     """Own-origin metric score per entity, weighted by how well each family explains the symptom."""
-    weights = EXPLAINS[symptom_family(ctx)]
+    weights = EXPLAINS[symptom_family(ctx.alert.metric)]
     return {e: max(w * metrics.own_z(ctx, e, f)[0] for f, w in weights.items()) for e in ctx.graph.names()}
 
 
 def metric_kind(ctx: ToolContext, entity: str) -> FaultKind | None:
-    """The kind named by the family that moved most at the entity itself (its own share)."""
-    moved = [(metrics.own_z(ctx, entity, f)[0], f) for f in KIND_OF_FAMILY]
-    z, family = max(moved, key=lambda x: (x[0], x[1].value))
-    return KIND_OF_FAMILY[family] if z > KNEE else None
+    """The kind named by the family that moved most at the entity itself (its own share), weighted as
+    in `metric_scores` by how well it explains the alert: behind an availability alert, a service whose
+    errors and latency both rose is first an errors suspect."""
+    weights = EXPLAINS[symptom_family(ctx.alert.metric)]
+    moved = [(metrics.own_z(ctx, entity, f)[0], weights.get(f, 0.0), f) for f in KIND_OF_FAMILY]
+    over = [(z * w, f) for z, w, f in moved if z > KNEE]
+    if not over:
+        return None
+    return KIND_OF_FAMILY[max(over, key=lambda x: (x[0], x[1].value))[1]]
 
 
 METRICS_MODALITY = Modality("metrics", metric_scores, metric_kind)

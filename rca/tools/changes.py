@@ -32,7 +32,7 @@ from rca.core.verdict import DEFAULT_THRESHOLDS
 from rca.telemetry.model import Event, EventKind, FloatArray, MetricSeries, TelemetryError, TimeWindow
 from rca.tools.base import ToolContext, ToolResult
 from rca.tools.faults import FAMILIES_OF_KIND, FaultKind
-from rca.tools.stats import Deviation, Direction, Family, deviation, family_of, squash
+from rca.tools.stats import Deviation, Direction, Family, deviation, family_of, same_stream, squash
 
 log = logging.getLogger(__name__)
 
@@ -162,16 +162,6 @@ def split_instances(
     return new, old
 
 
-def _same_stream(a: MetricSeries, b: MetricSeries) -> bool:
-    """Whether two instances report the same points (a replaced pod's series carrying its successor)."""
-    common, ia, ib = np.intersect1d(a.timestamps, b.timestamps, return_indices=True)
-    if common.size < MIN_POINTS:
-        return False
-    va, vb = a.values[ia], b.values[ib]
-    ok = np.isfinite(va) & np.isfinite(vb)
-    return int(ok.sum()) >= MIN_POINTS and bool(np.allclose(va[ok], vb[ok]))
-
-
 def _values(series: Iterable[MetricSeries], window: TimeWindow) -> FloatArray:
     parts = [s.within(window).values for s in series]
     values = np.concatenate(parts) if parts else np.empty(0)
@@ -289,7 +279,7 @@ def _canary(
         stale = [
             s
             for s in group
-            if s.instance in old and not any(_same_stream(s.within(after), f.within(after)) for f in fresh)
+            if s.instance in old and not any(same_stream(s.within(after), f.within(after)) for f in fresh)
         ]
         warm = [_warm(s, after) for s in fresh]
         new_vals = _values(warm, after)
@@ -416,6 +406,23 @@ def canary_profile(ctx: ToolContext, entity: str) -> CanaryFinding | None:
         result = _compare(ctx, entity, rollout, tuple(events))
     ctx.cache[key] = result
     return result
+
+
+def changed_by_onset(ctx: ToolContext) -> set[str]:
+    """Entities with a change that had started by the onset hint (a later one cannot have caused it)."""
+    return {e.entity for e in changes_in_window(ctx) if e.time <= ctx.onset + ALIGN_TOLERANCE_S}
+
+
+def made_worse(ctx: ToolContext, entity: str) -> bool:
+    """Whether the change to `entity` nearest onset shows its new version worse, as strongly as the tool
+    needs to support a bad deploy. A failed query proves nothing either way (False)."""
+    try:
+        finding = canary_profile(ctx, entity)
+    except TelemetryError:
+        return False
+    if finding is None or not finding.aligned:
+        return False
+    return squash(finding.z()) >= DEFAULT_THRESHOLDS.anomaly_supports
 
 
 def entity_scores(ctx: ToolContext) -> dict[str, float]:

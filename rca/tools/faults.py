@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from types import MappingProxyType
 
-from rca.tools.stats import Family
+from rca.tools.stats import Family, family_of
 
 
 class FaultKind(StrEnum):
@@ -42,3 +42,30 @@ KIND_OF_FAMILY: Mapping[Family, FaultKind] = MappingProxyType(
         Family.ERRORS: FaultKind.ERRORS,
     }
 )
+
+# How well a family moving at a suspect explains the family the alert fired on (the alert's family
+# moving at the suspect explains it fully; a neighbouring family only in part).
+EXPLAINS: Mapping[Family, Mapping[Family, float]] = MappingProxyType(
+    {
+        Family.ERRORS: {Family.ERRORS: 1.0, Family.LATENCY: 0.5, Family.CPU: 0.5, Family.MEMORY: 0.5},
+        Family.LATENCY: {
+            Family.LATENCY: 1.0,
+            Family.ERRORS: 0.5,
+            Family.CPU: 1.0,
+            Family.MEMORY: 0.7,
+            Family.NETWORK: 0.5,
+        },
+    }
+)
+DEFAULT_SYMPTOM = Family.LATENCY
+
+
+def named_symptom(alert_metric: str | None) -> Family | None:
+    """The family the alert's metric names, when it is one whose explanations are known."""
+    found = family_of(alert_metric or "")
+    return found[0] if found and found[0] in EXPLAINS else None
+
+
+def symptom_family(alert_metric: str | None) -> Family:
+    """The family the alert fired on (latency when it does not say)."""
+    return named_symptom(alert_metric) or DEFAULT_SYMPTOM

@@ -9,17 +9,17 @@ already show. Resource families (CPU, memory) are the entity's own and are taken
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import networkx as nx
 import numpy as np
 
 from rca.core.evidence import Source
 from rca.core.hypotheses import Hypothesis
-from rca.telemetry.model import MetricSeries, TimeWindow
+from rca.telemetry.model import FloatArray, MetricSeries, TimeWindow
 from rca.tools.base import ToolContext, ToolResult
-from rca.tools.changes import changes_in_window
-from rca.tools.faults import FAMILIES_OF_KIND, FaultKind
+from rca.tools.changes import changed_by_onset, made_worse
+from rca.tools.faults import EXPLAINS, FAMILIES_OF_KIND, FaultKind, named_symptom
 from rca.tools.stats import (
     Deviation,
     Direction,
@@ -28,9 +28,10 @@ from rca.tools.stats import (
     deviation,
     family_of,
     floor_for,
+    same_stream,
     squash,
 )
-from rca.tools.topology import as_digraph
+from rca.tools.topology import as_digraph, is_view
 
 PROPAGATING = frozenset({Family.LATENCY, Family.ERRORS})
 KNEE = 3.0  # robust z-scores up to this are noise
@@ -41,13 +42,19 @@ MIN_REQUESTS_FOR_RATES = 5.0
 
 @dataclass(frozen=True)
 class FamilyFinding:
-    """The most deviating series of one family of one entity."""
+    """The most deviating series of one family of one entity.
+
+    `anchored` is False when the series reported nothing in the incident window before onset while
+    the window reaches back before it: the deviation then rests on the baseline alone, with no local
+    reference that the entity was normal just before the symptom appeared.
+    """
 
     family: Family
     metric: str
     instance: str | None
     deviation: Deviation
     onset: float | None  # change point of that series, when one is found
+    anchored: bool = True
 
 
 @dataclass
@@ -72,6 +79,112 @@ def _series(ctx: ToolContext, entity: str) -> tuple[list[MetricSeries], list[Met
     return everything, ctx.source.metrics(entity, ctx.baseline)
 
 
+def _handed_over(
+    incident: list[MetricSeries], baseline_keys: set[tuple[str, str | None]]
+) -> list[MetricSeries]:
+    """Instance series cut where they start carrying a successor's points.
+
+    When a pod is replaced, collectors may keep reporting the new pod's values under the old pod's name
+    as well: from then on the old series is the successor's stream (another version, another level),
+    not a change of the old instance, so it is cut where the successor (an instance without baseline
+    points) starts. Flat values shared by chance (two pods at 100 % success) prove no shared stream.
+    """
+    fresh = [
+        s
+        for s in incident
+        if s.instance is not None and (s.name, s.instance) not in baseline_keys and _varies(s.values)
+    ]
+    out = []
+    for series in incident:
+        successors = [
+            f
+            for f in fresh
+            if series.instance is not None
+            and f.name == series.name
+            and f.instance != series.instance
+            and same_stream(series, f)
+        ]
+        if successors:
+            cut = min(float(np.nanmin(f.timestamps[np.isfinite(f.values)])) for f in successors)
+            series = series.within(TimeWindow(min(float(series.timestamps.min(initial=cut)), cut), cut))
+        out.append(series)
+    return out
+
+
+def _varies(values: FloatArray) -> bool:
+    finite = values[np.isfinite(values)]
+    return finite.size > 1 and float(np.ptp(finite)) > 0.0
+
+
+def before_onset(ctx: ToolContext) -> TimeWindow | None:
+    """The part of the incident window before the alert fired (None when the window starts at onset)."""
+    end = min(ctx.onset, ctx.incident.end)
+    return TimeWindow(ctx.incident.start, end) if end > ctx.incident.start else None
+
+
+# The symptom must deviate this many times the noise knee after onset to time it: an alert metric
+# barely above noise does not say when the symptom appeared.
+CLEAR = 2.0
+
+
+def _median_of(values: FloatArray) -> FloatArray:
+    """The median of the finite values as a one-point window (empty when there are none)."""
+    finite = values[np.isfinite(values)]
+    return np.array([np.median(finite)]) if finite.size else finite
+
+
+def symptom_quiet_before_onset(ctx: ToolContext) -> bool:
+    """Whether the alert's own metric was normal before onset (its median there, as for the entities
+    judged against it) and clearly deviated from onset on: then the part of
+    the incident window before onset is a time when the symptom did not exist yet. False when the alert
+    names no metric or its series does not show that (the fault may have begun well before the alert,
+    or the alert's metric may not time the symptom at all)."""
+    key = "metrics.symptom_quiet"
+    cached = ctx.cache.get(key)
+    if isinstance(cached, bool):
+        return cached
+    pre, quiet = before_onset(ctx), False
+    kind = family_of(ctx.alert.metric or "")
+    if pre is not None and kind is not None:
+        after = TimeWindow(pre.end, ctx.incident.end)
+        incident_series, baseline_series = _series(ctx, ctx.alert.entity)
+        bases = {(s.name, s.instance): s.within(ctx.baseline).values for s in baseline_series}
+        timed = [
+            (
+                deviation(base, _median_of(s.within(pre).values), kind[1], floor_for(kind[0])),
+                deviation(base, s.within(after).values, kind[1], floor_for(kind[0])),
+            )
+            for s in incident_series
+            if s.name == ctx.alert.metric and (base := bases.get((s.name, s.instance))) is not None
+        ]
+        quiet = any(b is not None and a is not None and b.z < KNEE and a.z >= CLEAR * KNEE for b, a in timed)
+    ctx.cache[key] = quiet
+    return quiet
+
+
+def _net_of_pre_onset(
+    dev: Deviation, series: MetricSeries, ctx: ToolContext, direction: Direction
+) -> tuple[Deviation, bool]:
+    """The deviation net of the level the series already held before onset, and whether it reported then.
+
+    Temporal precedence: a level the entity already held while the symptom was still normal did not
+    cause it (nor is it its effect), so only what the entity added beyond it counts. This needs the
+    symptom known to be quiet before onset (an alert may fire long after its fault began). The
+    pre-onset median is used, so a fault starting shortly before the alert still counts in full.
+    """
+    pre = before_onset(ctx)
+    if pre is None:
+        return dev, True
+    values = series.within(pre).values
+    values = values[np.isfinite(values)]
+    if not values.size:
+        return dev, False
+    if not symptom_quiet_before_onset(ctx):
+        return dev, True
+    level = float(np.median(values))
+    return replace(dev, z=min(dev.z, dev.excess_over(level, direction))), True
+
+
 def profile(ctx: ToolContext, entity: str) -> MetricProfile:
     """The entity's metric profile, computed once per investigation."""
     key = f"metrics.profile.{entity}"
@@ -81,7 +194,8 @@ def profile(ctx: ToolContext, entity: str) -> MetricProfile:
     result = MetricProfile(entity)
     incident_series, baseline_series = _series(ctx, entity)
     baselines = {(s.name, s.instance): s.within(ctx.baseline) for s in baseline_series}
-    for series in incident_series:
+    known = {k for k, s in baselines.items() if np.isfinite(s.values).any()}
+    for series in _handed_over(incident_series, known):
         kind = family_of(series.name)
         base = baselines.get((series.name, series.instance))
         if kind is None or base is None:
@@ -91,9 +205,10 @@ def profile(ctx: ToolContext, entity: str) -> MetricProfile:
         dev = deviation(base.values, window.values, direction, floor_for(family))
         if dev is None:
             continue
+        dev, anchored = _net_of_pre_onset(dev, window, ctx, direction)
         best = result.findings.get(family)
         if best is None or dev.z > best.deviation.z:
-            result.findings[family] = FamilyFinding(family, series.name, series.instance, dev, None)
+            result.findings[family] = FamilyFinding(family, series.name, series.instance, dev, None, anchored)
     if Family.ERRORS in result.findings and _low_volume(incident_series, ctx.incident):
         del result.findings[Family.ERRORS]
     ctx.cache[key] = result
@@ -142,15 +257,22 @@ def peer_noise(ctx: ToolContext, family: Family) -> float:
     cached = ctx.cache.get(key)
     if isinstance(cached, float):
         return cached
-    zs = [own_z(ctx, e, family)[0] for e in ctx.graph.names() if family in profile(ctx, e).findings]
+    zs = [
+        own_z(ctx, e, family)[0]
+        for e in ctx.graph.names()
+        if family in profile(ctx, e).findings and not is_view(ctx.graph, e)  # a view repeats a peer
+    ]
     noise = max(1.0, float(np.quantile(zs, PEER_QUANTILE))) if zs else 1.0
     ctx.cache[key] = noise
     return noise
 
 
 def runner_up(ctx: ToolContext, entity: str, family: Family) -> tuple[float, str | None]:
-    """The largest own deviation in `family` of any other entity, and who it is."""
-    others = [(own_z(ctx, e, family)[0], e) for e in ctx.graph.names() if e != entity]
+    """The largest own deviation in `family` of any other component, and who it is. Views (client-side
+    records of calls) are no rivals: they measure some component's calls, often this one's."""
+    others = [
+        (own_z(ctx, e, family)[0], e) for e in ctx.graph.names() if e != entity and not is_view(ctx.graph, e)
+    ]
     return max(others, default=(0.0, None))
 
 
@@ -171,23 +293,26 @@ CONTESTED = 0.79
 UNREMARKABLE = 0.21
 
 
-def _score(own: float, noise: float, lead: float) -> float:
+def _score(own: float, noise: float, lead: float, decisive: bool) -> float:
     """Anomaly score of an own deviation relative to the incident's noise floor.
 
-    Only an entity that did not move refutes. One that moved but no more than its peers, or that
-    another entity matches (contested), stays inconclusive: the metrics cannot tell.
+    Only an entity that did not move refutes. One that moved but no more than its peers, that another
+    entity matches (contested), or whose deviation cannot be decisive (see `MetricsTool.run`) stays
+    inconclusive: the metrics cannot tell.
     """
     score = squash(own / noise)
     if own >= KNEE:
         score = max(score, UNREMARKABLE)
-    return min(score, CONTESTED) if lead < DOMINANCE else score
+    return min(score, CONTESTED) if lead < DOMINANCE or not decisive else score
 
 
 def changed_downstream(ctx: ToolContext, entity: str) -> list[str]:
-    """Services `entity` depends on (directly or not) that changed in the onset window, when the entity
-    itself did not: its deviation may be their doing, which its own metrics cannot rule out."""
-    changed = {e.entity for e in changes_in_window(ctx)}
-    if not changed or entity in changed:
+    """Services `entity` depends on (directly or not) whose change had started by onset, unless the
+    entity's own change demonstrably made it worse: its deviation may be their doing, which its own
+    metrics cannot rule out (a caller of a defective release fails with it). An entity's own quiet or
+    late change explains nothing, so it does not shield the entity from a changed callee."""
+    changed = changed_by_onset(ctx)
+    if not changed or made_worse(ctx, entity):
         return []
     g = as_digraph(ctx.graph)
     if entity not in g:
@@ -222,12 +347,29 @@ class MetricsTool:
         finding = prof.findings[family]
         onset = onset_of(ctx, finding, hypothesis.entity)
         dev = finding.deviation
+        # Proof needs a deviation of the entity's own that it held from onset and that accounts for what
+        # the alert measured: a view's figures are its caller's record of calls (the fault may sit
+        # anywhere behind them); a series that reported nothing before onset has no local reference that
+        # it was normal while the symptom was; and a family that explains the alert's only in part (a
+        # slow dependency behind an availability alert) is a lead, not proof.
+        symptom = named_symptom(ctx.alert.metric)
+        partial = symptom is not None and EXPLAINS[symptom].get(family, 0.0) < 1.0
+        caveats = [
+            text
+            for text, applies in (
+                ("a client-side view, not a component", is_view(ctx.graph, hypothesis.entity)),
+                ("no data before onset", not finding.anchored),
+                (f"{family.value} explains a {symptom.value if symptom else ''} alert only in part", partial),
+            )
+            if applies
+        ]
         explained = f"; {culprit} shows {raw - own:.1f} of it" if culprit else ""
         summary = (
             f"metrics: {hypothesis.entity} {finding.metric} {dev.baseline:.4g} -> {dev.observed:.4g} "
             f"({raw:.1f} sigma, own {own:.1f}{explained}; peers deviate {noise:.1f}"
             + (f"; next {rival} {second:.1f})" if rival else ")")
             + (f"; changed below it: {', '.join(upstream_of_change[:3])}" if upstream_of_change else "")
+            + "".join(f"; {text}" for text in caveats)
         )
         measurements: dict[str, float | str] = {
             "family": family.value,
@@ -243,7 +385,7 @@ class MetricsTool:
             measurements["onset"] = onset
         return ToolResult(
             summary=summary,
-            signals={"anomaly_score": round(_score(own, noise, lead), 4)},
+            signals={"anomaly_score": round(_score(own, noise, lead, not caveats), 4)},
             measurements=measurements,
         )
 

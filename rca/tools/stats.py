@@ -16,7 +16,7 @@ from enum import StrEnum
 import numpy as np
 import ruptures
 
-from rca.telemetry.model import FloatArray
+from rca.telemetry.model import FloatArray, MetricSeries
 
 MAD_TO_SIGMA = 1.4826
 # A baseline's spread is never taken below this share of its level (flat series, quantised data).
@@ -86,6 +86,16 @@ class Deviation:
     baseline: float  # baseline median
     observed: float  # the window's representative value
     relative: float  # (observed - baseline) / |baseline| (inf when the baseline is 0)
+    spread: float = 1.0  # the baseline spread the z-score is measured in
+
+    def excess_over(self, level: float, direction: Direction) -> float:
+        """The z-score of `observed` beyond `level` rather than beyond the baseline median: what the
+        window adds to a level already reached before it (a `level` inside normal takes nothing off)."""
+        if direction is Direction.UP:
+            return (self.observed - max(self.baseline, level)) / self.spread
+        if direction is Direction.DOWN:
+            return (min(self.baseline, level) - self.observed) / self.spread
+        return (abs(self.observed - self.baseline) - abs(level - self.baseline)) / self.spread
 
 
 def deviation(
@@ -118,7 +128,7 @@ def deviation(
     if seen_before:
         z = min(z, NOT_ANOMALOUS_Z)
     relative = (observed - med) / abs(med) if med != 0 else (math.inf if observed != med else 0.0)
-    return Deviation(z=z, baseline=med, observed=observed, relative=relative)
+    return Deviation(z=z, baseline=med, observed=observed, relative=relative, spread=spread)
 
 
 def floor_for(family: Family) -> float:
@@ -143,3 +153,14 @@ def change_point(times: FloatArray, values: FloatArray) -> float | None:
     breaks = algo.predict(n_bkps=1)
     index = breaks[0]
     return float(t[index]) if 0 < index < v.size else None
+
+
+def same_stream(a: MetricSeries, b: MetricSeries, min_points: int = 2) -> bool:
+    """Whether two instances report the same points where both report (a replaced pod's series carrying
+    its successor's values under the old name)."""
+    common, ia, ib = np.intersect1d(a.timestamps, b.timestamps, return_indices=True)
+    if common.size < min_points:
+        return False
+    va, vb = a.values[ia], b.values[ib]
+    ok = np.isfinite(va) & np.isfinite(vb)
+    return int(ok.sum()) >= min_points and bool(np.allclose(va[ok], vb[ok]))

@@ -14,6 +14,17 @@ from rca.core.hypotheses import Hypothesis
 from rca.telemetry.model import DependencyGraph
 from rca.tools.base import ToolContext, ToolResult
 
+# Entity kinds that are observation points rather than components: a `remote` node is a caller's
+# client-side record of calls to an endpoint it does not see into (X-Ray's inferred nodes, OpenTelemetry
+# CLIENT spans to uninstrumented peers), a `client` node the record of calls arriving from outside.
+# What they measure is real, but it is someone else's measurement of a call, not the entity's own.
+VIEW_KINDS = frozenset({"remote", "client"})
+
+
+def is_view(graph: DependencyGraph, name: str) -> bool:
+    """Whether `name` is an observation point (a client-side view of calls), not a component."""
+    return any(e.name == name and e.kind in VIEW_KINDS for e in graph.entities)
+
 
 def as_digraph(graph: DependencyGraph) -> nx.DiGraph:
     """The dependency graph as a networkx DiGraph (caller -> callee, attribute `weight`)."""

@@ -24,9 +24,12 @@ def build(
     alert_metric: str = "latency_p90",
     events: Sequence[Event] = (),
     seed: int = 7,
+    kinds: Mapping[str, str] | None = None,
+    starts: Mapping[tuple[str, str], int] | None = None,
 ) -> tuple[RecordedSource, Alert]:
     """A source where every service has cpu, memory, latency and success-rate series with small noise,
-    and `faults[(service, metric)]` multiplies that metric from the onset on."""
+    and `faults[(service, metric)]` multiplies that metric from the onset on (from minute
+    `starts[(service, metric)]` when given). `kinds` sets entity kinds (default `service`)."""
     services = sorted({s for edge in edges for s in edge})
     rng = np.random.default_rng(seed)
     index = T0 + STEP * np.arange(MINUTES)
@@ -39,13 +42,17 @@ def build(
             values = level + noise
             factor = faults.get((service, metric))
             if factor is not None:
-                values[60:] = values[60:] * factor
+                begin = (starts or {}).get((service, metric), 60)
+                values[begin:] = values[begin:] * factor
             column = f"{service}:{metric}"
             columns[column] = values
             specs.append(ColumnSpec(service, metric, "", "frame", column, column))
     frame = pd.DataFrame(columns, index=index)
     window = TimeWindow(T0, T0 + STEP * MINUTES)
-    graph = DependencyGraph(tuple(Entity(s) for s in services), tuple(Edge(a, b) for a, b in edges))
+    graph = DependencyGraph(
+        tuple(Entity(s, kind=(kinds or {}).get(s, "service")) for s in services),
+        tuple(Edge(a, b) for a, b in edges),
+    )
     source = RecordedSource(
         name="scenario",
         range=window,

@@ -1,0 +1,126 @@
+"""The evidence rules that keep confident exits precise, each on a constructed incident."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rca.core.evidence import Verdict
+from rca.investigation.engine import EngineConfig, investigate, windows
+from rca.telemetry.model import Event, EventKind, MetricSeries
+from rca.tools.base import ToolContext
+from rca.tools.metrics import changed_downstream, profile
+from rca.tools.stats import Family
+from tests.unit.investigation.scenario import ONSET, STEP, build
+
+CHAIN = [("frontend", "checkout"), ("checkout", "payment"), ("payment", "db")]
+
+
+def _ctx(source, alert) -> ToolContext:  # type: ignore[no-untyped-def]
+    incident, baseline = windows(source, alert.fired_at, EngineConfig())
+    return ToolContext(source, alert, incident, baseline, source.topology())
+
+
+def test_a_view_is_never_proven_and_never_a_rival() -> None:
+    # `frontend` records its calls to the search endpoint as a `remote` view; `search` is the component.
+    edges = [*CHAIN, ("frontend", "search"), ("frontend", "search_remote")]
+    faults = {
+        ("search", "latency_p90"): 3.0,
+        ("search_remote", "latency_p90"): 3.2,
+        ("frontend", "latency_p90"): 1.5,
+    }
+    source, alert = build(edges, faults, kinds={"search_remote": "remote"})
+    result = investigate(source, alert)
+    assert result.root_cause is not None
+    assert result.root_cause.entity == "search"  # the view, deviating more, does not contest it
+    view = [h for h in result.hypotheses if h.entity == "search_remote"]
+    assert all(e.verdict is not Verdict.SUPPORTS for h in view for e in h.evidence)
+
+
+def test_a_level_held_while_the_symptom_was_quiet_is_discounted() -> None:
+    # `batch` was slow from minute 53 on, before the symptom appeared at onset (minute 60): most of the
+    # incident window before the alert (minutes 52-61) already held its level.
+    edges = [*CHAIN, ("frontend", "batch")]
+    faults = {
+        ("checkout", "latency_p90"): 3.0,
+        ("frontend", "latency_p90"): 2.0,
+        ("batch", "latency_p90"): 6.0,
+    }
+    source, alert = build(edges, faults, starts={("batch", "latency_p90"): 53})
+    ctx = _ctx(source, alert)
+    assert profile(ctx, "batch").z(Family.LATENCY) < 3.0
+    result = investigate(source, alert)
+    assert result.root_cause is not None
+    assert result.root_cause.entity == "checkout"
+
+
+def test_no_discount_when_the_alert_does_not_time_the_symptom() -> None:
+    # The alert's metric never moves, so nothing says the fault began at onset: keep the full deviation.
+    source, alert = build(
+        CHAIN, {("payment", "cpu"): 4.0}, starts={("payment", "cpu"): 53}, alert_metric="memory"
+    )
+    assert profile(_ctx(source, alert), "payment").z(Family.CPU) > 10.0
+    result = investigate(source, alert)
+    assert result.root_cause is not None
+    assert result.root_cause.entity == "payment"
+
+
+def test_a_family_that_explains_the_alert_only_in_part_is_no_proof() -> None:
+    # An availability alert; the only mover is a latency rise: a lead, not proof.
+    faults = {("db", "latency_p90"): 4.0}
+    source, alert = build(CHAIN, faults, alert_metric="success_rate")
+    result = investigate(source, alert)
+    assert result.exit == "no_confident_root_cause"
+    assert result.candidates[0].entity == "db"
+
+
+def test_a_late_own_change_does_not_shield_a_caller_from_a_changed_callee() -> None:
+    # checkout fails; its own change came after the alert (it explains nothing), payment changed before.
+    events = [
+        Event(ONSET + 3 * STEP, "checkout", EventKind.DEPLOY, "deploy checkout v2", reference="v2-a"),
+        Event(ONSET - 4 * STEP, "payment", EventKind.DEPLOY, "deploy payment v2", reference="v2-b"),
+        Event(ONSET + 3 * STEP, "db", EventKind.DEPLOY, "deploy db v2", reference="v2-c"),  # after the alert
+    ]
+    source, alert = build(CHAIN, {("checkout", "success_rate"): 0.5}, events=events)
+    ctx = _ctx(source, alert)
+    assert changed_downstream(ctx, "checkout") == ["payment"]
+    result = investigate(source, alert)
+    checkout = [h for h in result.hypotheses if h.entity == "checkout"]
+    assert all(e.verdict is not Verdict.SUPPORTS for h in checkout for e in h.evidence if e.tool == "metrics")
+
+
+def test_a_replaced_pod_carrying_its_successor_is_cut_at_the_handover() -> None:
+    from rca.tools.metrics import _handed_over
+
+    t = ONSET + STEP * np.arange(-5, 5, dtype=float)
+    old = np.array([5.0, 5.1, 4.9, 5.0, 5.2, 86.0, 85.0, 86.5, 84.9, 86.1])
+    new_t = t[5:]
+    new = old[5:].copy()
+    series = [
+        MetricSeries("ad", "memory_utilization", "%", t, old, instance="ad-v1-x-1"),
+        MetricSeries("ad", "memory_utilization", "%", new_t, new, instance="ad-v2-y-1"),
+    ]
+    kept = _handed_over(series, {("memory_utilization", "ad-v1-x-1")})
+    assert float(kept[0].values.max()) < 6.0  # the old pod keeps only its own points
+    assert len(kept[1]) == 5
+
+
+def test_flat_values_shared_by_chance_are_no_handover() -> None:
+    from rca.tools.metrics import _handed_over
+
+    t = ONSET + STEP * np.arange(0, 6, dtype=float)
+    flat = np.full(6, 100.0)
+    series = [
+        MetricSeries("ad", "success_rate", "%", t, flat, instance="ad-v1-x-1"),
+        MetricSeries("ad", "success_rate", "%", t, flat.copy(), instance="ad-v2-y-1"),
+    ]
+    assert len(_handed_over(series, {("success_rate", "ad-v1-x-1")})[0]) == 6
+
+
+def test_kind_follows_the_family_that_explains_the_alert() -> None:
+    from rca.investigation.seed import metric_kind
+
+    faults = {("db", "latency_p90"): 2.0, ("db", "success_rate"): 0.9}
+    source, alert = build(CHAIN, faults, alert_metric="success_rate")
+    kind = metric_kind(_ctx(source, alert), "db")
+    assert kind is not None
+    assert kind.value == "errors"
