@@ -1,31 +1,33 @@
-"""Logs: error and warning bursts per entity against the baseline, with drain3-mined templates.
+"""Logs: broken statement pairs, error bursts and template shifts per entity, with drain3 templates.
 
 For every entity of the investigation the tool reads its log lines once, mines their templates with
 drain3 (configured here, no persistence; numbers, ids, uuids and clocks masked) and compares the
-reference period (normal behaviour) with the observed period (after onset):
+reference period (normal behaviour) with the observed period (see `rca.tools.counts`):
 
-- the WARN+ burst: problem lines per minute, observed vs reference (a Poisson-style z);
-- the template shift: templates that are new after onset (never seen before, error-level ones
-  weigh more) and templates that vanish or collapse while the entity keeps logging (a code path that
-  stopped completing, the trace of a thrown exception or a changed return value).
+- broken pairs (the strongest sign of a code-level fault): lines carry their span (or trace) id, so
+  the lines one request logs in one service form a unit. In the reference, statement A is almost
+  always accompanied by statement B in the same unit (`Impl#451` then `Impl#457`); after onset A is
+  still logged but B is missing: the code path between them stopped completing (a thrown exception,
+  a changed return value). Only pairs the entity itself follows in the reference count;
+- the WARN+ burst: problem lines, observed vs reference, against the entity's own volume;
+- the template shift: WARN+ templates that are new after onset or grow against the entity's volume
+  (INFO templates come and go with the workload mix; a vanished code path shows as a broken pair).
 
-Errors propagate to callers: a caller that logs "call to X failed" or "No instances available for X"
-is a victim. The origin-aware own score discounts an entity by the score of the services its problem
-lines name (and, for generic call-failure cues, of its callees), as metrics' `own_z` does.
-
-Where the reference comes from (see `comparison`): the baseline window when it holds enough data,
-else the part of the incident window before the onset hint, else no reference at all, and then each
-entity is compared with the other entities (peers) and the summary says so.
+Errors propagate to callers. A caller's unit that breaks in a trace where a service it depends on
+also broke (or logged a problem) is the callee's doing and is not counted as the caller's own; a
+caller whose problem lines name another service, or report generic call failures, is discounted by
+that service's score, as metrics' `own_z` does. The score only supports when it rests on the
+entity's own past and leads every other entity clearly; otherwise it stays inconclusive.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 
+import networkx as nx
 import numpy as np
 import pandas as pd
 from drain3 import TemplateMiner
@@ -37,20 +39,35 @@ from rca.core.hypotheses import Hypothesis
 from rca.core.redact import redact
 from rca.telemetry.model import Severity, TimeWindow
 from rca.tools.base import ToolContext, ToolResult
+from rca.tools.counts import (
+    Comparison,
+    Mode,
+    count_z,
+    fetch_compared,
+    lead,
+    proportion_z,
+    robust_peer_z,
+    supported,
+)
 from rca.tools.faults import FaultKind
-from rca.tools.stats import MAD_TO_SIGMA, squash
+from rca.tools.stats import squash
+from rca.tools.topology import as_digraph
 
 CACHE_KEY = "logs.analysis"
 MAX_LINES = 200_000  # per entity and query: far above a few minutes of any service's logs
-# A reference period needs this many records (all entities together) spread over this many seconds.
-MIN_REFERENCE_RECORDS = 30
-MIN_REFERENCE_SECONDS = 20.0
+KNEE = 3.0  # z-like scores up to this are noise
 # A template counts in the shift only when it is expected (or seen) at least this often.
 MIN_TEMPLATE_COUNT = 4.0
 NEW_ERROR_WEIGHT = 1.5  # a new error-level template says more than a new INFO one
-# INFO templates come and go with the workload mix (which requests the users make); a shift in them
-# counts for this share of a shift in WARN+ templates.
-INFO_WEIGHT = 0.6
+# A pair (A, B) is expected when B accompanies A in at least this share of the reference units
+# holding A, over at least this many units; it counts as broken only with this many broken units.
+PAIR_FOLLOW = 0.9
+MIN_PAIR_UNITS = 3
+MIN_BROKEN_UNITS = 3
+# An entity compares with its own past only with at least this many reference lines.
+MIN_OWN_REFERENCE = 10
+# Support needs the entity's own score to lead every other entity's by this factor.
+DOMINANCE = 1.5
 BODY_CHARS = 200  # templates are mined on the head of a line: long payload tails are parameters
 TEMPLATE_SHOWN = 70  # characters of a template quoted in a summary
 
@@ -66,6 +83,10 @@ MASKS: tuple[tuple[str, str], ...] = (
 )
 _MASK_RES = tuple((re.compile(p), f"<{name}>") for p, name in MASKS)
 
+# A statement id: a (dotted) logger name glued to a line number, as logback's `%logger#%line` writes.
+_STATEMENT = re.compile(r"(?<![\w.$])((?:[A-Za-z_$][\w$]*\.)*[A-Z][\w$]*#\d+)\b")
+_AFTER_STATEMENT = re.compile(r"#\d+\b(?:\s+TraceID: <ID>)?(?:\s+SpanID: <ID>)?\s*([^<]{0,60})")
+
 # Cues that a problem line reports a failed call to someone else rather than the entity's own fault.
 _CALL_FAILURE = re.compile(
     r"connection refused|connect timed out|read timed out|no instances available|"
@@ -73,77 +94,6 @@ _CALL_FAILURE = re.compile(
     r"call(?:ing)? .{0,60}fail|failed to (?:call|connect|reach)|upstream",
     re.IGNORECASE,
 )
-
-
-class Mode(StrEnum):
-    """Where the reference behaviour comes from."""
-
-    BASELINE = "baseline"  # the baseline window
-    PRE_ONSET = "pre-onset"  # the part of the incident window before the onset hint
-    PEERS = "peers"  # no reference: each entity against the other entities
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """The reference and observed periods of one analysis, clipped to where data exists."""
-
-    mode: Mode
-    reference: TimeWindow | None
-    observed: TimeWindow
-
-    @property
-    def note(self) -> str:
-        """A few words for summaries on how the comparison was made."""
-        if self.mode is Mode.BASELINE:
-            return "vs baseline"
-        if self.mode is Mode.PRE_ONSET:
-            return "vs pre-onset (baseline empty)"
-        return "vs other services (no pre-onset data)"
-
-
-def _clip(window: TimeWindow, first: float, last: float) -> TimeWindow | None:
-    start, end = max(window.start, first), min(window.end, last)
-    return TimeWindow(start, end) if end > start else None
-
-
-def comparison(ctx: ToolContext, times: Sequence[float] | np.ndarray) -> Comparison:
-    """Choose the reference for records at `times` (every entity's, one modality).
-
-    The baseline window when it holds enough records; else the incident window's part before the
-    onset hint; else none (peer comparison). Windows are clipped to the data's own extent, so that
-    rates are per minute of recorded data, not of an empty window edge.
-    """
-    t = np.asarray(times, dtype=np.float64)
-    if t.size == 0:
-        return Comparison(Mode.PEERS, None, ctx.incident)
-    first, last = float(t.min()), float(np.nextafter(t.max(), math.inf))
-
-    def enough(window: TimeWindow | None) -> bool:
-        if window is None:
-            return False
-        inside = t[(t >= window.start) & (t < window.end)]
-        return inside.size >= MIN_REFERENCE_RECORDS and float(np.ptp(inside)) >= MIN_REFERENCE_SECONDS
-
-    observed = _clip(ctx.incident, first, last) or ctx.incident
-    base = _clip(ctx.baseline, first, last)
-    if base is not None and base.end <= observed.start + 1e-9 and enough(base):
-        return Comparison(Mode.BASELINE, base, observed)
-    onset = min(max(ctx.onset, ctx.incident.start), ctx.incident.end)
-    pre = _clip(TimeWindow(ctx.incident.start, onset), first, last)
-    post = _clip(TimeWindow(onset, ctx.incident.end), first, last)
-    if pre is not None and post is not None and enough(pre):
-        return Comparison(Mode.PRE_ONSET, pre, post)
-    return Comparison(Mode.PEERS, None, observed)
-
-
-def robust_peer_z(values: dict[str, float], floor: float) -> dict[str, float]:
-    """Each value's robust z against all the values (median and MAD; the spread floored)."""
-    if not values:
-        return {}
-    arr = np.array(list(values.values()), dtype=np.float64)
-    med = float(np.median(arr))
-    spread = max(float(np.median(np.abs(arr - med))) * MAD_TO_SIGMA, floor)
-    return {k: (v - med) / spread for k, v in values.items()}
 
 
 def mask(text: pd.Series) -> pd.Series:
@@ -188,6 +138,19 @@ class TemplateStat:
     z: float  # signed surprise of the observed count (+ new / burst, - vanished / collapsed)
 
 
+@dataclass(frozen=True)
+class PairStat:
+    """One expected statement pair of one entity: A accompanied by B, reference vs observed."""
+
+    first: str  # template A
+    then: str  # template B
+    units_reference: int  # reference units holding A
+    broken_reference: int  # ... without B
+    units_observed: int  # observed units holding A (own, not inherited)
+    broken_observed: int  # ... without B
+    z: float
+
+
 @dataclass
 class LogProfile:
     """What one entity's logs did, reference vs observed, and its origin-aware score."""
@@ -202,12 +165,20 @@ class LogProfile:
     minutes_reference: float = 0.0
     minutes_observed: float = 0.0
     templates: list[TemplateStat] = field(default_factory=list)
+    pairs: list[PairStat] = field(default_factory=list)  # expected pairs, most broken first
+    inherited_units: int = 0  # broken observed units explained by a service it depends on
     burst_z: float = 0.0  # WARN+ burst (or, in peer mode, the problem rate against the peers)
     shift_z: float = 0.0  # the strongest template surprise
-    raw: float = 0.0  # max(burst, shift)
+    pair_z: float = 0.0  # the strongest own pair break
+    raw: float = 0.0  # max(burst, shift) before the blame discount, max with pair_z
     own: float = 0.0  # raw minus what the entities its problem lines blame explain
     blamed: str | None = None  # the entity its problem lines point at, when one does
     blamed_share: float = 0.0  # share of its observed problem lines that report failed calls
+
+    @property
+    def own_reference(self) -> bool:
+        """Whether the entity has enough reference lines of its own to compare with its past."""
+        return self.mode is not Mode.PEERS and self.lines_reference >= MIN_OWN_REFERENCE
 
     @property
     def problem_rate_reference(self) -> float:
@@ -234,6 +205,11 @@ class LogProfile:
         """The most surprising template (either way)."""
         return max(self.templates, key=lambda t: (abs(t.z), t.template), default=None)
 
+    @property
+    def broken(self) -> PairStat | None:
+        """The most broken expected pair, when one broke."""
+        return self.pairs[0] if self.pairs and self.pairs[0].z > 0 else None
+
 
 @dataclass
 class LogAnalysis:
@@ -242,46 +218,46 @@ class LogAnalysis:
     comparison: Comparison
     profiles: dict[str, LogProfile]
 
-
-def count_z(reference: float | np.ndarray, observed: float | np.ndarray, ratio: float) -> np.ndarray:
-    """Signed surprise of an observed count against a reference count, `ratio` = observed exposure /
-    reference exposure (volume or time).
-
-    The conditional binomial test of two Poisson counts: given a + b events, b ~ Binomial(a + b,
-    ratio / (1 + ratio)) when nothing changed. Unlike a Poisson z against a rate estimated from the
-    reference, it knows that a small reference is itself uncertain (0 -> 68 lines after a reference
-    of 10 lines is far less surprising than after one of 1,000).
-    """
-    a = np.asarray(reference, dtype=np.float64)
-    b = np.asarray(observed, dtype=np.float64)
-    p = ratio / (1.0 + ratio)
-    n = a + b
-    return (b - n * p) / np.sqrt(n * p * (1.0 - p) + 1.0)
+    def lead(self, entity: str) -> float:
+        """The entity's own score over the strongest other entity's (inf when none scored)."""
+        return lead({e: p.own for e, p in self.profiles.items()}, entity)
 
 
 def _entities(ctx: ToolContext) -> list[str]:
     return sorted({*ctx.graph.names(), ctx.alert.entity})
 
 
-def _frame(ctx: ToolContext, entities: Iterable[str]) -> pd.DataFrame:
-    span = TimeWindow(min(ctx.baseline.start, ctx.incident.start), max(ctx.baseline.end, ctx.incident.end))
+_COLUMNS = ["time", "entity", "severity", "body", "trace_id", "unit"]
+
+
+def _fetch(ctx: ToolContext, entities: Sequence[str], window: TimeWindow) -> pd.DataFrame:
+    # The unit of a line: its span (one request's work in one service), else its trace.
     rows = [
-        (r.time, r.entity, r.severity.value, r.body)
+        (r.time, r.entity, r.severity.value, r.body, r.trace_id, r.span_id or r.trace_id)
         for e in entities
-        for r in ctx.source.logs(e, span, limit=MAX_LINES)
+        for r in ctx.source.logs(e, window, limit=MAX_LINES)
     ]
-    return pd.DataFrame(rows, columns=["time", "entity", "severity", "body"])
+    return pd.DataFrame(rows, columns=_COLUMNS)
 
 
 def _templates(frame: pd.DataFrame) -> pd.Series:
-    """The drain3 template of every line of one entity (mined over its distinct masked lines)."""
-    masked = mask(frame["body"].str.slice(0, BODY_CHARS))
+    """The template of every line of one entity: its statement id when the line names one (a logger
+    and line number such as `t.s.TravelServiceImpl#451`: exactly one statement of the code, which
+    drain may merge with its neighbours), else its drain3 template (mined over distinct masked lines).
+    """
+    head = frame["body"].str.slice(0, BODY_CHARS)
+    statement = head.str.extract(_STATEMENT, expand=False)
+    masked = mask(head)
     miner = new_miner()
     ids: dict[str, int] = {}
-    for line in pd.unique(masked):  # first-seen order: deterministic
+    for line in pd.unique(masked[statement.isna()]):  # first-seen order: deterministic
         ids[line] = int(miner.add_log_message(line)["cluster_id"])
     texts = {c.cluster_id: c.get_template() for c in miner.drain.clusters}
-    return masked.map(lambda line: texts[ids[line]])
+    mined = masked.map(lambda line: texts.get(ids.get(line, -1), line))
+    level = frame["severity"].str.upper()
+    # The statement's text after the id (up to the first value) keeps the summary readable.
+    tail = masked.str.extract(_AFTER_STATEMENT, expand=False).fillna("")
+    return statement.radd(level + " ").str.cat(tail, sep=" ").str.strip().where(statement.notna(), mined)
 
 
 _PROBLEM = frozenset(s.value for s in Severity if s.is_problem)
@@ -293,27 +269,23 @@ def _problem_flags(lines: pd.DataFrame) -> pd.Series:
     return lines["severity"].isin(_PROBLEM).groupby(lines["template"]).max()
 
 
-def _profile(entity: str, lines: pd.DataFrame, cmp: Comparison) -> LogProfile:
+def _profile(entity: str, ref: pd.DataFrame, obs: pd.DataFrame, cmp: Comparison) -> LogProfile:
+    """Volumes, the WARN+ burst and the template shift of one entity."""
     prof = LogProfile(entity, cmp.mode)
-    obs_w = cmp.observed
-    prof.minutes_observed = obs_w.seconds / 60.0
-    is_obs = (lines["time"] >= obs_w.start) & (lines["time"] < obs_w.end)
-    obs = lines[is_obs]
+    prof.minutes_observed = cmp.observed.seconds / 60.0
     prof.lines_observed = len(obs)
     prof.problems_observed = int(obs["severity"].isin(_PROBLEM).sum())
     prof.errors_observed = int(obs["severity"].isin(_ERROR).sum())
     if cmp.reference is None:
         return prof
-    ref_w = cmp.reference
-    prof.minutes_reference = ref_w.seconds / 60.0
-    ref = lines[(lines["time"] >= ref_w.start) & (lines["time"] < ref_w.end)]
+    prof.minutes_reference = cmp.reference.seconds / 60.0
     prof.lines_reference = len(ref)
     prof.problems_reference = int(ref["severity"].isin(_PROBLEM).sum())
     # Problem lines against the entity's own volume: a workload that grows every line alike is no burst.
     if prof.lines_reference > 0:
         scale = prof.lines_observed / prof.lines_reference
     else:
-        scale = obs_w.seconds / ref_w.seconds
+        scale = cmp.observed.seconds / cmp.reference.seconds
     prof.burst_z = float(count_z(prof.problems_reference, prof.problems_observed, scale))
 
     counts = pd.DataFrame(
@@ -341,9 +313,70 @@ def _profile(entity: str, lines: pd.DataFrame, cmp: Comparison) -> LogProfile:
         )
     ]
     if total_ref > 0:
-        weighted = np.abs(z.where(relevant, 0.0)) * np.where(counts["problem"], 1.0, INFO_WEIGHT)
-        prof.shift_z = float(weighted.max())
+        # Only problem templates that appear or grow: INFO templates come and go with the workload
+        # mix, and a code path that stopped completing shows better as a broken pair.
+        prof.shift_z = float(z.where(relevant & counts["problem"], 0.0).clip(lower=0.0).max())
     return prof
+
+
+@dataclass
+class _Units:
+    """One entity's units (span or trace of a request) as template-presence matrices."""
+
+    reference: pd.DataFrame  # units x templates, 0/1
+    observed: pd.DataFrame
+    traces: pd.Series  # observed unit -> trace id
+    expected: pd.DataFrame  # templates x templates, 1 where A (row) is expected with B (column)
+    broken: pd.Series  # observed unit -> whether an expected pair broke in it
+
+
+def _presence(lines: pd.DataFrame) -> pd.DataFrame:
+    if lines.empty:
+        return pd.DataFrame(dtype=np.int64)
+    return (pd.crosstab(lines["unit"], lines["template"]) > 0).astype(np.int64)
+
+
+def _units(ref: pd.DataFrame, obs: pd.DataFrame) -> _Units | None:
+    """Expected pairs from the reference units and which observed units broke one (vectorised)."""
+    ref, obs = ref.dropna(subset=["unit"]), obs.dropna(subset=["unit"])
+    r = _presence(ref)
+    if r.empty or obs.empty:
+        return None
+    o = _presence(obs).reindex(columns=r.columns, fill_value=0)
+    together = r.T @ r  # A row, B column: reference units holding both
+    holding = pd.Series(np.diag(together), index=r.columns)
+    follow = together.div(holding.where(holding > 0), axis=0)
+    mask_ = (follow >= PAIR_FOLLOW).to_numpy() & (holding >= MIN_PAIR_UNITS).to_numpy()[:, None]
+    np.fill_diagonal(mask_, False)
+    expected = pd.DataFrame(mask_.astype(np.int64), index=r.columns, columns=r.columns)
+    # A unit broke a pair when it holds an A whose expected B is absent.
+    awaited = (o @ expected) > 0
+    broken = (awaited & (o == 0)).any(axis=1)
+    traces = obs.drop_duplicates("unit").set_index("unit")["trace_id"].reindex(o.index)
+    return _Units(r, o, traces, expected, broken)
+
+
+def _pair_stats(units: _Units, own: pd.Series) -> list[PairStat]:
+    """Expected pairs with their reference and own observed break counts, most broken first."""
+    r, o = units.reference, units.observed[own.reindex(units.observed.index, fill_value=True).to_numpy()]
+    a_idx, b_idx = np.nonzero(units.expected.to_numpy())
+    if a_idx.size == 0 or o.empty:
+        return []
+    rv, ov = r.to_numpy(), o.to_numpy()
+    n_ref, n_obs = rv[:, a_idx].sum(axis=0), ov[:, a_idx].sum(axis=0)
+    both_ref = (rv[:, a_idx] & rv[:, b_idx]).sum(axis=0)
+    both_obs = (ov[:, a_idx] & ov[:, b_idx]).sum(axis=0)
+    broken_ref, broken_obs = n_ref - both_ref, n_obs - both_obs
+    z = proportion_z(broken_ref, n_ref, broken_obs, n_obs)
+    z = np.where(broken_obs >= MIN_BROKEN_UNITS, z, np.minimum(z, 0.0))
+    cols = r.columns
+    stats = [
+        PairStat(str(cols[a]), str(cols[b]), int(nr), int(br), int(no), int(bo), float(zz))
+        for a, b, nr, br, no, bo, zz in zip(
+            a_idx, b_idx, n_ref, broken_ref, n_obs, broken_obs, z, strict=True
+        )
+    ]
+    return sorted(stats, key=lambda s: (-s.z, s.first, s.then))
 
 
 def _blame(entity: str, problems: pd.Series, names: Sequence[str]) -> tuple[dict[str, int], int]:
@@ -354,51 +387,96 @@ def _blame(entity: str, problems: pd.Series, names: Sequence[str]) -> tuple[dict
     return {n: k for n, k in named.items() if k > 0}, cue
 
 
+def _marked_traces(units: dict[str, _Units], observed: dict[str, pd.DataFrame]) -> dict[str, set[str]]:
+    """Per entity, the observed traces in which it broke a pair or logged a problem line."""
+    marks: dict[str, set[str]] = {}
+    for entity, obs in observed.items():
+        problem = obs.loc[obs["severity"].isin(_PROBLEM), "trace_id"].dropna()
+        found = set(problem)
+        u = units.get(entity)
+        if u is not None:
+            found |= set(u.traces[u.broken].dropna())
+        marks[entity] = found
+    return marks
+
+
+def _discount_blamed(
+    ctx: ToolContext, profiles: dict[str, LogProfile], blame: dict[str, tuple[dict[str, int], int]]
+) -> None:
+    """Own scores: burst and shift net of the entity its failed-call lines blame."""
+    for p in profiles.values():  # every raw score first: the discount reads the culprit's
+        p.raw = max(0.0, p.burst_z, p.shift_z, p.pair_z)
+    for entity, p in profiles.items():
+        noisy = max(0.0, p.burst_z, p.shift_z)
+        named, cue = blame.get(entity, ({}, 0))
+        suspects = named or ({c: cue for c in ctx.graph.callees(entity) if c != entity} if cue else {})
+        if p.problems_observed == 0 or not suspects:
+            p.own = p.raw
+            continue
+        culprit = max(suspects, key=lambda n: (profiles[n].raw if n in profiles else 0.0, n))
+        share = min(1.0, max(sum(named.values()), cue) / p.problems_observed)
+        inherited = share * (profiles[culprit].raw if culprit in profiles else 0.0)
+        p.own = max(p.pair_z, noisy - inherited)
+        p.blamed, p.blamed_share = culprit, share
+
+
 def analyse(ctx: ToolContext) -> LogAnalysis:
     """Profile every entity's logs once per investigation (cached in `ctx.cache`)."""
     cached = ctx.cache.get(CACHE_KEY)
     if isinstance(cached, LogAnalysis):
         return cached
     entities = _entities(ctx)
-    frame = _frame(ctx, entities)
-    cmp = comparison(ctx, frame["time"].to_numpy())
+    frame, cmp = fetch_compared(ctx, lambda w: _fetch(ctx, entities, w), "time")
     profiles: dict[str, LogProfile] = {}
     blame: dict[str, tuple[dict[str, int], int]] = {}
+    units: dict[str, _Units] = {}
+    observed: dict[str, pd.DataFrame] = {}
     groups = dict(tuple(frame.groupby("entity", sort=True))) if not frame.empty else {}
     for entity in entities:
         lines = groups.get(entity)
         if lines is None or lines.empty:
-            profiles[entity] = _profile(entity, frame.iloc[0:0].assign(template=""), cmp)
+            profiles[entity] = LogProfile(entity, cmp.mode, minutes_observed=cmp.observed.seconds / 60.0)
             continue
         lines = lines.assign(template=_templates(lines))
-        profiles[entity] = _profile(entity, lines, cmp)
-        obs = lines[(lines["time"] >= cmp.observed.start) & (lines["time"] < cmp.observed.end)]
+        ref, obs = cmp.split(lines, "time")
+        profiles[entity] = _profile(entity, ref, obs, cmp)
+        observed[entity] = obs
         blame[entity] = _blame(entity, obs.loc[obs["severity"].isin(_PROBLEM), "body"], entities)
+        found = _units(ref, obs) if cmp.reference is not None else None
+        if found is not None:
+            units[entity] = found
+    _own_pairs(ctx, profiles, units, observed)
     if cmp.mode is Mode.PEERS:
         # No reference: an entity's problem rate against the other entities' (floor: 1 line/minute).
         rates = {e: p.problem_rate_observed for e, p in profiles.items()}
         for e, z in robust_peer_z(rates, floor=1.0).items():
             profiles[e].burst_z = z
-    for p in profiles.values():
-        p.raw = max(0.0, p.burst_z, p.shift_z)
-    for entity, p in profiles.items():
-        named, cue = blame.get(entity, ({}, 0))
-        if p.problems_observed == 0 or (not named and not cue):
-            p.own = p.raw
-            continue
-        # Who the failed calls point at: the named entity, else the worst callee.
-        suspects = named or {c: cue for c in ctx.graph.callees(entity) if c != entity}
-        if not suspects:
-            p.own = p.raw
-            continue
-        culprit = max(suspects, key=lambda n: (profiles[n].raw if n in profiles else 0.0, n))
-        share = min(1.0, max(sum(named.values()), cue) / p.problems_observed)
-        inherited = share * (profiles[culprit].raw if culprit in profiles else 0.0)
-        p.own = max(0.0, p.raw - inherited)
-        p.blamed, p.blamed_share = culprit, share
+    _discount_blamed(ctx, profiles, blame)
     result = LogAnalysis(cmp, profiles)
     ctx.cache[CACHE_KEY] = result
     return result
+
+
+def _own_pairs(
+    ctx: ToolContext,
+    profiles: dict[str, LogProfile],
+    units: dict[str, _Units],
+    observed: dict[str, pd.DataFrame],
+) -> None:
+    """Pair breaks per entity, leaving out units broken in traces where a service it depends on
+    (directly or not) broke or logged a problem too: the break came from below."""
+    if not units:
+        return
+    marks = _marked_traces(units, observed)
+    g = as_digraph(ctx.graph)
+    for entity, u in units.items():
+        below = nx.descendants(g, entity) if entity in g else set()
+        blamed = set().union(*(marks.get(d, set()) for d in below)) if below else set()
+        inherited = u.traces.isin(blamed) & u.broken
+        prof = profiles[entity]
+        prof.inherited_units = int(inherited.sum())
+        prof.pairs = _pair_stats(u, ~inherited)
+        prof.pair_z = max(0.0, prof.pairs[0].z) if prof.pairs else 0.0
 
 
 def log_profile(ctx: ToolContext, entity: str) -> LogProfile:
@@ -408,15 +486,23 @@ def log_profile(ctx: ToolContext, entity: str) -> LogProfile:
 
 
 def entity_scores(ctx: ToolContext) -> dict[str, float]:
-    """Own-origin log score (z-like, >= 0) of every entity, for seeding."""
+    """Own-origin log score (z-like, >= 0, ~3 is noise) of every entity, for seeding."""
     return {e: p.own for e, p in analyse(ctx).profiles.items()}
 
 
 def kind_hint(ctx: ToolContext, entity: str) -> FaultKind | None:
-    """ERRORS when the entity's own log signal moved (new error templates, a WARN+ burst or a code
-    path that stopped completing); None when its logs say nothing."""
-    prof = log_profile(ctx, entity)
-    return FaultKind.ERRORS if prof.own >= 3.0 else None
+    """ERRORS when the entity's own log signal moved (a broken pair, new error templates, a WARN+
+    burst); None when its logs say nothing."""
+    return FaultKind.ERRORS if log_profile(ctx, entity).own >= KNEE else None
+
+
+def score(analysis: LogAnalysis, entity: str) -> float:
+    """The anomaly score of the entity's own log signal, kept inconclusive when it is contested or
+    rests on other entities rather than the entity's own past."""
+    prof = analysis.profiles.get(entity)
+    if prof is None:
+        return 0.0
+    return supported(squash(prof.own), prof.own_reference, analysis.lead(entity), DOMINANCE)
 
 
 class LogsTool:
@@ -426,7 +512,7 @@ class LogsTool:
     source = Source.LOGS
 
     def run(self, ctx: ToolContext, hypothesis: Hypothesis) -> ToolResult:
-        """Score the entity's own log anomaly (bursts and template shift net of blamed callees)."""
+        """Score the entity's own log anomaly (pair breaks, bursts and template shift net of blame)."""
         analysis = analyse(ctx)
         entity = hypothesis.entity
         prof = log_profile(ctx, entity)
@@ -439,24 +525,37 @@ class LogsTool:
             + (f" vs {prof.problem_rate_reference:.1f}/min" if analysis.comparison.reference else "")
             + f", {note})"
         ]
+        pair = prof.broken
+        if pair is not None and pair.z >= KNEE:
+            parts.append(
+                f"'{_short(pair.first)}' no longer followed by '{_short(pair.then)}' "
+                f"({pair.broken_observed}/{pair.units_observed} vs "
+                f"{pair.broken_reference}/{pair.units_reference} before)"
+            )
         new = prof.new_templates
         if new:
             parts.append(f"{len(new)} new templates, e.g. '{_short(new[0].template)}'")
         top = prof.top
-        if top is not None and top.z < -3.0:
+        if top is not None and top.z < -KNEE:
             parts.append(f"collapsed: '{_short(top.template)}' {top.reference} -> {top.observed}")
         if prof.blamed and prof.own < prof.raw:
             parts.append(f"{prof.blamed_share:.0%} of its problems are failed calls to {prof.blamed}")
+        if prof.inherited_units:
+            parts.append(f"{prof.inherited_units} broken requests follow failures below it")
+        if not prof.own_reference:
+            parts.append("too few lines of its own before onset to compare")
         parts.append(f"own score {prof.own:.1f} of {prof.raw:.1f}")
         ratio = (
             prof.problem_rate_observed / prof.problem_rate_reference
             if prof.problem_rate_reference > 0
             else (math.inf if prof.problem_rate_observed > 0 else 1.0)
         )
+        lead = analysis.lead(entity)
         measurements: dict[str, float | str] = {
             "mode": analysis.comparison.mode.value,
             "problem_lines": prof.problems_observed,
             "problem_lines_reference": prof.problems_reference,
+            "lines_reference": prof.lines_reference,
             "error_lines": prof.errors_observed,
             "rate_per_min": round(prof.problem_rate_observed, 3),
             "rate_per_min_reference": round(prof.problem_rate_reference, 3),
@@ -465,15 +564,20 @@ class LogsTool:
             "new_error_templates": sum(1 for t in new if t.problem),
             "burst_z": round(prof.burst_z, 3),
             "shift_z": round(prof.shift_z, 3),
+            "pair_z": round(prof.pair_z, 3),
+            "inherited_units": prof.inherited_units,
             "raw_z": round(prof.raw, 3),
             "own_z": round(prof.own, 3),
+            "lead": round(lead, 3) if math.isfinite(lead) else "inf",
         }
         if top is not None:
             measurements["top_template"] = _short(top.template)
+        if pair is not None:
+            measurements["broken_pair"] = f"{_short(pair.first)} -> {_short(pair.then)}"
         if prof.blamed:
             measurements["blamed"] = prof.blamed
         return ToolResult(
             summary="; ".join(parts),
-            signals={"anomaly_score": round(squash(prof.own), 4)},
+            signals={"anomaly_score": round(score(analysis, entity), 4)},
             measurements=measurements,
         )

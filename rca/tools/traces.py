@@ -12,7 +12,7 @@ One pass over the window's spans serves every service:
   return value cuts a code path short, or sends it elsewhere) and how many calls a service receives.
 
 Each measure is compared between the reference and the observed period (the same choice of reference
-as the logs tool: baseline, else pre-onset, else peers) per operation, and turned into a z-like score
+as the logs tool, see `rca.tools.counts`) per operation, and turned into a z-like score
 against the other services (so that the load generator's mix, which moves every service, is not a
 fault). Structure and errors propagate to callers, so a service is credited only with what its worst
 callee does not already show, as metrics' `own_z` does; own time needs no such discount.
@@ -30,8 +30,8 @@ from rca.core.evidence import Source
 from rca.core.hypotheses import Hypothesis
 from rca.telemetry.model import SpanStatus, TimeWindow
 from rca.tools.base import ToolContext, ToolResult
+from rca.tools.counts import Comparison, Mode, fetch_compared, lead, robust_peer_z, supported
 from rca.tools.faults import FaultKind
-from rca.tools.logs import Comparison, Mode, comparison, robust_peer_z
 from rca.tools.stats import squash
 
 CACHE_KEY = "traces.analysis"
@@ -46,6 +46,8 @@ CALLS_FLOOR = 0.2
 # Calls received move with the load generator's mix; only a collapse (under ~1/3 of the expected
 # rate) counts as a sign that callers gave up on a service.
 CALLS_COLLAPSE = -1.0
+# Support needs the service's own score to lead every other service's by this factor.
+DOMINANCE = 1.5
 
 
 @dataclass
@@ -90,6 +92,16 @@ class TraceAnalysis:
     comparison: Comparison
     profiles: dict[str, TraceProfile]
 
+    def score(self, entity: str) -> float:
+        """Anomaly score of the service's own trace signal: inconclusive at most when it rests on a
+        comparison with other services instead of its own past, or another service matches it."""
+        p = self.profiles.get(entity)
+        if p is None:
+            return 0.0
+        own_past = self.comparison.mode is not Mode.PEERS and p.spans_reference >= MIN_SPANS
+        ahead = lead({e: q.own for e, q in self.profiles.items()}, entity)
+        return supported(squash(p.own), own_past, ahead, DOMINANCE)
+
 
 def _is_error(status: str, attributes: object) -> bool:
     if status == SpanStatus.ERROR.value:
@@ -105,9 +117,8 @@ def _is_error(status: str, attributes: object) -> bool:
         return False
 
 
-def _frame(ctx: ToolContext) -> pd.DataFrame:
-    span = TimeWindow(min(ctx.baseline.start, ctx.incident.start), max(ctx.baseline.end, ctx.incident.end))
-    spans = ctx.source.spans(span, limit=MAX_SPANS)
+def _frame(ctx: ToolContext, window: TimeWindow) -> pd.DataFrame:
+    spans = ctx.source.spans(window, limit=MAX_SPANS)
     return pd.DataFrame(
         {
             "span_id": [s.span_id for s in spans],
@@ -158,8 +169,10 @@ def _per_operation(ref: pd.DataFrame, obs: pd.DataFrame) -> pd.DataFrame:
     """Per (entity, operation): median log own time and mean child count in both periods."""
 
     def agg(part: pd.DataFrame) -> pd.DataFrame:
-        return part.assign(log_own=np.log(part["own"] + EPSILON)).groupby(["entity", "name"]).agg(
-            n=("own", "size"), log_own=("log_own", "median"), children=("children", "mean")
+        return (
+            part.assign(log_own=np.log(part["own"] + EPSILON))
+            .groupby(["entity", "name"])
+            .agg(n=("own", "size"), log_own=("log_own", "median"), children=("children", "mean"))
         )
 
     both = agg(ref).add_suffix("_ref").join(agg(obs).add_suffix("_obs"), how="inner")
@@ -182,22 +195,16 @@ def analyse(ctx: ToolContext) -> TraceAnalysis:
     cached = ctx.cache.get(CACHE_KEY)
     if isinstance(cached, TraceAnalysis):
         return cached
-    frame = _frame(ctx)
-    cmp = comparison(ctx, frame["start"].to_numpy())
+    frame, cmp = fetch_compared(ctx, lambda w: _frame(ctx, w), "start")
     entities = sorted({*ctx.graph.names(), ctx.alert.entity, *frame["entity"].unique()})
     profiles = {e: TraceProfile(e, cmp.mode) for e in entities}
     result = TraceAnalysis(cmp, profiles)
     ctx.cache[CACHE_KEY] = result
     if frame.empty:
         return result
-    spans = self_times(frame)
+    spans = self_times(frame.drop_duplicates("span_id"))
     obs_w = cmp.observed
-    obs = spans[(spans["start"] >= obs_w.start) & (spans["start"] < obs_w.end)]
-    ref = (
-        spans[(spans["start"] >= cmp.reference.start) & (spans["start"] < cmp.reference.end)]
-        if cmp.reference is not None
-        else spans.iloc[0:0]
-    )
+    ref, obs = cmp.split(spans, "start")
     _describe(profiles, ref, obs)
     if cmp.reference is not None:
         ops = _per_operation(ref, obs)
@@ -325,7 +332,7 @@ class TracesTool:
         parts.append(f"own score {p.own:.1f} of {p.raw:.1f}")
         return ToolResult(
             summary="; ".join(parts),
-            signals={"anomaly_score": round(squash(p.own), 4)},
+            signals={"anomaly_score": round(analysis.score(entity), 4)},
             measurements={
                 "mode": analysis.comparison.mode.value,
                 "spans": p.spans_observed,

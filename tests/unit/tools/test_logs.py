@@ -1,4 +1,4 @@
-"""The logs tool: bursts, drain3 templates, new templates and the victim discount."""
+"""The logs tool: broken statement pairs, bursts, drain3 templates, reference choice and discounts."""
 
 from __future__ import annotations
 
@@ -87,13 +87,102 @@ def test_empty_baseline_falls_back_to_pre_onset_then_to_peers() -> None:
     assert logs.analyse(ctx).comparison.mode is logs.Mode.PRE_ONSET
     result = logs.LogsTool().run(ctx, Hypothesis(id="h", entity="pay", fault_kind="errors"))
     assert "pre-onset" in result.summary
-    # Nothing before the onset at all: the services are compared with each other, and it is said.
+    # The incident window starts at the onset: the records before it are found by looking back.
+    ctx = context(src, incident=TimeWindow(ONSET, ONSET + 300.0), baseline=empty)
+    reference = logs.analyse(ctx).comparison.reference
+    assert reference is not None
+    assert reference.end <= ONSET
+    # Nothing before the onset at all: the services are compared with each other, and it is said,
+    # and such a comparison never supports, however loud the entity.
+    src.records = [r for r in src.records if r.time >= ONSET]
     ctx = context(src, incident=TimeWindow(ONSET, ONSET + 300.0), baseline=empty)
     analysis = logs.analyse(ctx)
     assert analysis.comparison.mode is logs.Mode.PEERS
     result = logs.LogsTool().run(ctx, Hypothesis(id="h", entity="pay", fault_kind="errors"))
     assert "other services" in result.summary
     assert set(result.signals) == {"anomaly_score"}
+    assert float(result.signals["anomaly_score"]) < 0.8
+
+
+def test_onset_hint_late_by_a_minute_keeps_the_fault_out_of_the_reference() -> None:
+    # The alert fires 90 s after the fault started: the reference stops before the lag allowance.
+    ctx = context(_source(), incident=TimeWindow(ONSET - 300.0, ONSET + 300.0), onset=ONSET + 90.0)
+    cmp = logs.analyse(ctx).comparison
+    assert cmp.reference is not None
+    assert cmp.reference.end <= ONSET
+    assert cmp.observed.start <= ONSET
+    assert max(logs.entity_scores(ctx).items(), key=lambda kv: kv[1])[0] == "pay"
+
+
+def _request(t: float, entity: str, span: str, trace: str, statements: list[str]) -> list[LogRecord]:
+    return [
+        LogRecord(t + 0.01 * k, entity, Severity.INFO, f"12:00:00.000 INFO {s} [step] done", trace, span)
+        for k, s in enumerate(statements)
+    ]
+
+
+def _pair_source() -> FakeSource:
+    """`pay` stops reaching statement #34 after the onset (an exception between #31 and #34, logged
+    nowhere); its caller `order` then misses its own closing statement in the same traces and logs a
+    failed call, while `user` keeps going."""
+    records: list[LogRecord] = []
+    for i in range(240):
+        t = ONSET - 300.0 + i * 5.0
+        trace = f"t{i:04d}"
+        faulty = t >= ONSET
+        pay = ["p.PayServiceImpl#31"] + ([] if faulty else ["p.PayServiceImpl#34"])
+        order = ["o.OrderServiceImpl#10"] + ([] if faulty else ["o.OrderServiceImpl#12"])
+        records += _request(t, "order", f"o{i}", trace, order)
+        records += _request(t + 0.1, "pay", f"p{i}", trace, pay)
+        records += _request(t + 0.2, "user", f"u{i}", f"x{i:04d}", ["u.UserImpl#1", "u.UserImpl#2"])
+        if faulty:
+            failed = f"12:00:00.000 WARN o.OrderServiceImpl#20 call to pay failed id {i}"
+            records.append(LogRecord(t + 0.3, "order", Severity.WARN, failed, trace, f"o{i}"))
+    return FakeSource(EDGES, records=records)
+
+
+def test_broken_statement_pair_ranks_the_callee_above_its_failing_caller() -> None:
+    ctx = context(_pair_source(), incident=TimeWindow(ONSET - 300.0, ONSET + 900.0))
+    scores = logs.entity_scores(ctx)
+    assert max(scores, key=lambda e: scores[e]) == "pay"
+    pay = logs.log_profile(ctx, "pay")
+    assert pay.broken is not None
+    assert "#31" in pay.broken.first
+    assert "#34" in pay.broken.then
+    assert pay.broken.broken_reference == 0
+    assert pay.broken.broken_observed > 50
+    order = logs.log_profile(ctx, "order")
+    assert order.inherited_units > 50  # its breaks happen in traces where pay broke
+    assert scores["order"] < scores["pay"] / 1.5
+    assert scores["user"] < 3.0
+    result = logs.LogsTool().run(ctx, Hypothesis(id="h", entity="pay", fault_kind="errors"))
+    assert result.signals["anomaly_score"] >= 0.8
+    assert "no longer followed by" in result.summary
+    victim = logs.LogsTool().run(ctx, Hypothesis(id="h2", entity="order", fault_kind="errors"))
+    assert victim.signals["anomaly_score"] < 0.8
+
+
+def test_two_entities_alike_stay_inconclusive() -> None:
+    # `pay` and `stock` break the same way with no dependency between them: neither leads.
+    records = _pair_source().records
+    twin = [
+        LogRecord(
+            r.time,
+            "stock",
+            r.severity,
+            r.body.replace("PayServiceImpl", "StockImpl"),
+            "s" + str(r.trace_id),
+            r.span_id,
+        )
+        for r in records
+        if r.entity == "pay"
+    ]
+    ctx = context(
+        FakeSource(EDGES, records=records + twin), incident=TimeWindow(ONSET - 300.0, ONSET + 300.0)
+    )
+    for entity in ("pay", "stock"):
+        result = logs.LogsTool().run(ctx, Hypothesis(id="h", entity=entity, fault_kind="errors"))
+        assert 0.2 < float(result.signals["anomaly_score"]) < 0.8
 
 
 def test_no_logs_at_all_is_not_a_crash() -> None:

@@ -78,14 +78,28 @@ def test_tool_result_carries_only_the_anomaly_score() -> None:
     assert healthy.signals["anomaly_score"] <= 0.2
 
 
-def test_empty_baseline_does_not_crash_and_is_said() -> None:
+def test_empty_baseline_looks_back_for_an_earlier_recording() -> None:
+    # The baseline window is empty, the records before the incident window are found by looking back.
     empty = TimeWindow(ONSET - 5_000.0, ONSET - 4_000.0)
     ctx = context(_source(), incident=TimeWindow(ONSET, ONSET + 300.0), baseline=empty)
     analysis = traces.analyse(ctx)
+    assert analysis.comparison.mode is traces.Mode.PRE_ONSET
+    assert analysis.comparison.reference is not None
+    assert analysis.comparison.reference.end <= ONSET
+
+
+def test_peer_only_comparison_never_supports() -> None:
+    src = _source()
+    src.span_list = [s for s in src.span_list if s.start >= ONSET]  # nothing before the onset at all
+    empty = TimeWindow(ONSET - 5_000.0, ONSET - 4_000.0)
+    ctx = context(src, incident=TimeWindow(ONSET, ONSET + 300.0), baseline=empty)
+    analysis = traces.analyse(ctx)
     assert analysis.comparison.mode is traces.Mode.PEERS
-    result = traces.TracesTool().run(ctx, Hypothesis(id="h", entity="back", fault_kind="latency"))
-    assert "other services" in result.summary
-    assert set(result.signals) == {"anomaly_score"}
+    for entity in ("front", "back"):
+        result = traces.TracesTool().run(ctx, Hypothesis(id="h", entity=entity, fault_kind="latency"))
+        assert "other services" in result.summary
+        assert set(result.signals) == {"anomaly_score"}
+        assert float(result.signals["anomaly_score"]) < 0.8
 
 
 def test_no_spans_at_all() -> None:
