@@ -1,0 +1,214 @@
+"""The explorer's reads: an incident's subgraph and propagation path, a service's neighbourhood and
+its past incidents. Everything comes back as plain dicts and lists (no driver objects), so views and
+serializers can hand it straight to JSON.
+
+Like the writes, every query is a constant with parameters, in Cypher that runs on Neo4j 5 and
+ArcadeDB alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from neo4j import Driver, ManagedTransaction
+from neo4j.graph import Node, Relationship
+
+from graphstore import session
+from graphstore.document import incident_key
+
+MAX_DEPTH = 3  # neighbourhood radius cap: past three hops a dense topology returns most of itself
+
+# --- an incident -----------------------------------------------------------------------------------
+
+# The incident, what it points at (symptom, root cause, hypotheses, cited change), and one step
+# further (hypotheses' evidence and services, the change's service).
+_SUBGRAPH = """
+MATCH (i:Incident {key: $incident})
+OPTIONAL MATCH (i)-[r1]->(a)
+OPTIONAL MATCH (a)-[r2:ABOUT|EVIDENCED_BY]->(b)
+RETURN i, collect(DISTINCT r1) AS first, collect(DISTINCT a) AS near,
+       collect(DISTINCT r2) AS second, collect(DISTINCT b) AS far
+"""
+
+_PATH = """
+MATCH (a:Service)-[r:PROPAGATED_TO]->(b:Service)
+WHERE r.incident = $incident
+RETURN a, r, b
+ORDER BY r.seq
+"""
+
+# CALLS among a set of services, found from each service's side (an indexed lookup per service).
+_CALLS_AMONG = """
+UNWIND $services AS s
+MATCH (a:Service {namespace: s.namespace, name: s.name})-[r:CALLS]->(b:Service)
+RETURN a, r, b
+"""
+
+
+def incident_subgraph(
+    incident_id: int, driver: Driver | None = None, database: str | None = None
+) -> dict[str, Any] | None:
+    """The incident's projection as nodes and relationships, or None when it is not projected.
+
+    Nodes are `{id, label, properties}` and relationships `{id, type, start, end, properties}`; ids
+    are the server's element ids (stable within one answer). The services involved come with the
+    CALLS edges between them, and the propagation path's PROPAGATED_TO edges are included.
+    """
+    key = incident_key(incident_id)
+
+    def work(tx: ManagedTransaction) -> dict[str, Any] | None:
+        record = tx.run(_SUBGRAPH, incident=key).single()
+        if record is None:
+            return None
+        nodes: dict[str, dict[str, Any]] = {}
+        rels: dict[str, dict[str, Any]] = {}
+        for node in [record["i"], *record["near"], *record["far"]]:
+            nodes[node.element_id] = _node(node)
+        for rel in [*record["first"], *record["second"]]:
+            rels[rel.element_id] = _relationship(rel)
+        for hop in tx.run(_PATH, incident=key):
+            for node in (hop["a"], hop["b"]):
+                nodes[node.element_id] = _node(node)
+            rels[hop["r"].element_id] = _relationship(hop["r"])
+        services = [n["properties"] for n in nodes.values() if n["label"] == "Service"]
+        among = {(s["namespace"], s["name"]) for s in services}
+        params = [{"namespace": ns, "name": name} for ns, name in sorted(among)]
+        for call in tx.run(_CALLS_AMONG, services=params):
+            if (call["b"]["namespace"], call["b"]["name"]) in among:
+                rels[call["r"].element_id] = _relationship(call["r"])
+        return {
+            "incident": dict(record["i"]),
+            "nodes": sorted(nodes.values(), key=lambda n: (n["label"], n["id"])),
+            "relationships": sorted(rels.values(), key=lambda r: (r["type"], r["id"])),
+        }
+
+    return session.read(work, driver, database)
+
+
+def propagation_path(
+    incident_id: int, driver: Driver | None = None, database: str | None = None
+) -> list[dict[str, Any]]:
+    """The incident's propagation hops in order, root cause first, each with its evidence summaries."""
+
+    def work(tx: ManagedTransaction) -> list[dict[str, Any]]:
+        return [
+            {
+                "seq": hop["r"]["seq"],
+                "cause": hop["a"]["name"],
+                "cause_namespace": hop["a"]["namespace"],
+                "effect": hop["b"]["name"],
+                "effect_namespace": hop["b"]["namespace"],
+                "edge": bool(hop["r"].get("edge", False)),
+                "evidence": list(hop["r"].get("evidence") or []),
+            }
+            for hop in tx.run(_PATH, incident=incident_key(incident_id))
+        ]
+
+    return session.read(work, driver, database)
+
+
+# --- a service -------------------------------------------------------------------------------------
+
+# One constant query per radius: Cypher does not take a parameter as a path length bound.
+_NEIGHBOURS = {
+    depth: f"""
+MATCH (s:Service {{namespace: $namespace, name: $name}})
+OPTIONAL MATCH p = (s)-[:CALLS*1..{depth}]-(o:Service)
+WHERE o <> s
+RETURN s, o, min(length(p)) AS distance
+"""
+    for depth in range(1, MAX_DEPTH + 1)
+}
+
+_PAST = """
+MATCH (s:Service {namespace: $namespace, name: $name})<-[r:ROOT_CAUSED_BY|ABOUT]-(i:Incident)
+WITH i, collect(type(r)) AS kinds
+RETURN i, kinds
+ORDER BY i.onset DESC, i.key
+LIMIT $limit
+"""
+
+_ROLES = {"ROOT_CAUSED_BY": "root_cause", "ABOUT": "symptom"}
+
+
+def service_neighbourhood(
+    name: str,
+    namespace: str | None = None,
+    depth: int = 1,
+    driver: Driver | None = None,
+    database: str | None = None,
+) -> dict[str, Any] | None:
+    """Services within `depth` CALLS hops (either direction) and the CALLS edges among them.
+
+    Returns None when the service is not in the graph. `namespace` None means "" (no namespace),
+    as in the node keys.
+    """
+    if not 1 <= depth <= MAX_DEPTH:
+        raise ValueError(f"depth must be between 1 and {MAX_DEPTH}, not {depth}")
+
+    def work(tx: ManagedTransaction) -> dict[str, Any] | None:
+        rows = list(tx.run(_NEIGHBOURS[depth], namespace=namespace or "", name=name))
+        if not rows:
+            return None
+        center = rows[0]["s"]
+        services = [{**_service(center), "distance": 0}]
+        services += sorted(
+            ({**_service(row["o"]), "distance": row["distance"]} for row in rows if row["o"] is not None),
+            key=lambda s: (s["distance"], s["namespace"], s["name"]),
+        )
+        among = {(s["namespace"], s["name"]) for s in services}
+        params = [{"namespace": s["namespace"], "name": s["name"]} for s in services]
+        calls = [
+            {
+                "caller": call["a"]["name"],
+                "caller_namespace": call["a"]["namespace"],
+                "callee": call["b"]["name"],
+                "callee_namespace": call["b"]["namespace"],
+                "weight": call["r"].get("weight"),
+            }
+            for call in tx.run(_CALLS_AMONG, services=params)
+            if (call["b"]["namespace"], call["b"]["name"]) in among
+        ]
+        calls.sort(key=lambda c: (c["caller_namespace"], c["caller"], c["callee_namespace"], c["callee"]))
+        return {"service": services[0], "services": services, "calls": calls}
+
+    return session.read(work, driver, database)
+
+
+def past_incidents(
+    service: str,
+    namespace: str | None = None,
+    limit: int = 50,
+    driver: Driver | None = None,
+    database: str | None = None,
+) -> list[dict[str, Any]]:
+    """Incidents the service was the root cause or the symptom of, newest onset first.
+
+    Each item is the Incident node's properties plus `roles` ("root_cause", "symptom").
+    """
+
+    def work(tx: ManagedTransaction) -> list[dict[str, Any]]:
+        rows = tx.run(_PAST, namespace=namespace or "", name=service, limit=limit)
+        return [{**dict(row["i"]), "roles": sorted({_ROLES[kind] for kind in row["kinds"]})} for row in rows]
+
+    return session.read(work, driver, database)
+
+
+def _node(node: Node) -> dict[str, Any]:
+    labels = sorted(node.labels)
+    return {"id": node.element_id, "label": labels[0] if labels else "", "properties": dict(node)}
+
+
+def _relationship(rel: Relationship) -> dict[str, Any]:
+    start, end = rel.start_node, rel.end_node
+    return {
+        "id": rel.element_id,
+        "type": rel.type,
+        "start": start.element_id if start is not None else None,
+        "end": end.element_id if end is not None else None,
+        "properties": dict(rel),
+    }
+
+
+def _service(node: Node) -> dict[str, Any]:
+    return {"name": node["name"], "namespace": node["namespace"], "kind": node.get("kind")}

@@ -1,0 +1,50 @@
+"""Managed transactions against the graph, with connection failures turned into `GraphUnavailable`.
+
+Every read and write in `graphstore` goes through `write` / `read`, so there is one place that picks
+the driver and database and one place that translates the driver's connection errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from neo4j import Driver, ManagedTransaction
+from neo4j.exceptions import ServiceUnavailable, SessionExpired
+
+from graphstore.errors import GraphUnavailable
+
+T = TypeVar("T")
+Work = Callable[[ManagedTransaction], T]
+
+
+def target(driver: Driver | None = None, database: str | None = None) -> tuple[Driver, str]:
+    """The given driver/database, or the process-wide ones from the settings."""
+    if driver is None or database is None:
+        # Imported here so that callers passing both (the benchmark) need no Django settings.
+        from graphstore.driver import database as default_database
+        from graphstore.driver import get_driver
+
+        driver = driver if driver is not None else get_driver()
+        database = database if database is not None else default_database()
+    return driver, database
+
+
+def _run(work: Work[T], driver: Driver | None, database: str | None, *, write: bool) -> T:
+    drv, db = target(driver, database)
+    try:
+        with drv.session(database=db) as session:
+            return session.execute_write(work) if write else session.execute_read(work)
+    except (ServiceUnavailable, SessionExpired) as exc:
+        # The driver has already retried for max_transaction_retry_time; give up with one clear type.
+        raise GraphUnavailable(f"graph server unavailable: {exc}") from exc
+
+
+def write(work: Work[T], driver: Driver | None = None, database: str | None = None) -> T:
+    """Run `work` in one managed write transaction (retried by the driver on transient errors)."""
+    return _run(work, driver, database, write=True)
+
+
+def read(work: Work[T], driver: Driver | None = None, database: str | None = None) -> T:
+    """Run `work` in one managed read transaction."""
+    return _run(work, driver, database, write=False)
