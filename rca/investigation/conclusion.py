@@ -18,6 +18,9 @@ from rca.investigation.policy import Policy
 from rca.investigation.result import Belief, Candidate, Hop, InvestigationResult
 from rca.investigation.seed import Suspect
 from rca.tools.base import ToolContext
+from rca.tools.changes import changed_by_onset
+from rca.tools.changes import entity_scores as changes_scores
+from rca.tools.metrics import changed_downstream
 from rca.tools.topology import as_digraph, call_path
 
 # Ranking order of beliefs after the loop: what the evidence showed outranks what was not examined.
@@ -25,9 +28,17 @@ _BELIEF_ORDER = {Belief.ORIGIN: 0, Belief.DEFERRED: 1, Belief.SYMPTOM: 2, Belief
 
 
 def rank_candidates(
-    suspects: Sequence[Suspect], loop: LoopOutcome, named: Hypothesis | None
+    suspects: Sequence[Suspect],
+    loop: LoopOutcome,
+    named: Hypothesis | None,
+    explained_by: Mapping[str, Sequence[str]] | None = None,
 ) -> list[Candidate]:
-    """Every entity ranked: the named root cause, other origins, then by belief and seed score."""
+    """Every entity ranked: the named root cause, other origins, then by belief and seed score.
+
+    `explained_by[e]` names changes that may explain `e`'s deviation (changed services below an
+    unchanged `e`): within its belief, `e` ranks right after the best of them, since a change reaching
+    it explains its symptoms at least as well as a fault of its own that nothing shows.
+    """
     states: dict[str, HypothesisState] = {}
     kinds: dict[str, str] = {}
     for h in loop.tree.hypotheses:
@@ -37,13 +48,19 @@ def rank_candidates(
     if named is not None:
         kinds[named.entity] = named.fault_kind
 
-    def key(s: Suspect) -> tuple[int, int, float, str]:
+    score_of = {s.entity: s.score for s in suspects}
+
+    def key(s: Suspect) -> tuple[int, int, float, int, str]:
         first = 0 if named is not None and s.entity == named.entity else 1
         belief = loop.beliefs.get(s.entity, Belief.DEFERRED)
         order = _BELIEF_ORDER[belief]
         if states.get(s.entity) is HypothesisState.INVALIDATED:
             order = _BELIEF_ORDER[Belief.HEALTHY]
-        return (first, order, -s.score, s.entity)
+        score, behind = s.score, 0
+        rivals = [score_of[c] for c in (explained_by or {}).get(s.entity, ()) if c in score_of]
+        if rivals and max(rivals) <= score:
+            score, behind = max(rivals), 1
+        return (first, order, -score, behind, s.entity)
 
     return [
         Candidate(
@@ -54,6 +71,24 @@ def rank_candidates(
         )
         for s in sorted(suspects, key=key)
     ]
+
+
+def _explained_by_changes(ctx: ToolContext, suspects: Sequence[Suspect]) -> dict[str, list[str]]:
+    """Per entity, the changed services below it whose change looks worse than its own (any change beats
+    none; among changes, the higher changes score): its deviation may be theirs (see `rank_candidates`).
+    A changed entity whose own change looks at least as bad competes with them on its seed score."""
+    changed = changed_by_onset(ctx)
+    if not changed:
+        return {}
+    scores = changes_scores(ctx)
+
+    def weight(e: str) -> tuple[bool, float]:
+        return (e in changed, scores.get(e, 0.0))
+
+    return {
+        s.entity: [d for d in changed_downstream(ctx, s.entity) if weight(d) > weight(s.entity)]
+        for s in suspects
+    }
 
 
 def explanatory_frontier(ctx: ToolContext, tree: HypothesisTree) -> tuple[str, ...]:
@@ -104,7 +139,8 @@ def conclude(
         # Shadow: the legacy behaviour names the policy's best guess, proven or not.
         named = tree.root_cause or _best_guess(tree, loop.priority)
         exit_ = GateExit.CONFIDENT if named is not None else GateExit.NO_CONFIDENT_ROOT_CAUSE
-    candidates = rank_candidates(suspects, loop, named)
+    explained_by = _explained_by_changes(ctx, suspects)
+    candidates = rank_candidates(suspects, loop, named, explained_by)
     root = next((c for c in candidates if named is not None and c.entity == named.entity), None)
     score_of: Mapping[str, Suspect] = {s.entity: s for s in suspects}
     margin = _margin(candidates) if root is not None else 0.0

@@ -30,8 +30,7 @@ def outcome_sentence(result: Mapping[str, Any]) -> str:
     gate = result.get("gate") or {}
     reason = str(result.get("stop_reason") or gate.get("reason") or "nothing was validated")
     return (
-        f"No confident root cause: {reason}; {len(hypotheses)} hypotheses examined, "
-        f"{undecided} inconclusive."
+        f"No confident root cause: {reason}; {len(hypotheses)} hypotheses examined, {undecided} inconclusive."
     )
 
 

@@ -65,9 +65,18 @@ def compress(z: float) -> float:
 
 
 def metric_scores(ctx: ToolContext) -> dict[str, float]:
-    """Own-origin metric score per entity, weighted by how well each family explains the symptom."""
+    """Own-origin metric score per entity, weighted by how well each family explains the symptom.
+
+    Series too short of baseline for a robust deviation are scored from their few points before onset
+    (`metrics.short_reference_z`): seeding ranks, it never proves, so a thin reference may rank."""
     weights = EXPLAINS[symptom_family(ctx.alert.metric)]
-    return {e: max(w * metrics.own_z(ctx, e, f)[0] for f, w in weights.items()) for e in ctx.graph.names()}
+    return {
+        e: max(
+            w * max(metrics.own_z(ctx, e, f)[0], metrics.own_short_reference_z(ctx, e, f))
+            for f, w in weights.items()
+        )
+        for e in ctx.graph.names()
+    }
 
 
 def metric_kind(ctx: ToolContext, entity: str) -> FaultKind | None:

@@ -49,6 +49,14 @@ SERVICE_FAMILIES: tuple[Family, ...] = (Family.ERRORS, Family.LATENCY)
 # A comparison against the pre-change baseline alone (no old/new split) is not origin-specific: a
 # concurrent change elsewhere can move the entity too, so it counts for less than a canary.
 BASELINE_ONLY_WEIGHT = 0.5
+# A rollout whose new version has not reported a single point this long after it started (and for at
+# least this many of the entity's sampling intervals) is taken as one whose new version never served.
+NEVER_SERVED_AFTER_S = 180.0
+NEVER_SERVED_SAMPLES = 3
+# The seeding score of a rollout whose new version never served: a lead for ranking (a version that
+# never became ready is the classic failed rollout), never proof. As strong as a canary that clearly
+# moved, and weaker than one that demonstrably made its service worse.
+NEVER_SERVED_Z = 6.0
 # A rollout must have started by the onset hint (the alert fires after the fault starts, so a change
 # that starts after it cannot have caused it); a tolerance may absorb a coarse alert clock.
 ALIGN_TOLERANCE_S = 0.0
@@ -210,6 +218,7 @@ class CanaryFinding:
     new_since: float | None = None  # first data point of a new instance
     aligned: bool = False  # the rollout started by onset and its version served in the change window
     split: bool = False  # False: no new-version instances, the entity's pre-change baseline only
+    never_served: bool = False  # the rollout named its new version, which never reported while old ones did
     families: dict[Family, FamilyCanary] = field(default_factory=dict)
 
     def strongest(self, families: Iterable[Family] = CANARY_FAMILIES) -> FamilyCanary | None:
@@ -361,6 +370,28 @@ def _baseline_only(
     return out
 
 
+def _never_served(
+    series: Sequence[MetricSeries], rollout: Rollout, old: frozenset[str], after: TimeWindow
+) -> bool:
+    """Whether the rollout's new version never reported while its old version kept reporting.
+
+    Only a rollout that names its new instances (or whose reference tags them) can be said to have none
+    reporting; the old instances must still report after the change (so the entity is observed at all),
+    and the rollout must have had time to serve: several sampling intervals and a few minutes.
+    """
+    if not rollout.reference and not any(e.instance for e in rollout.events):
+        return False
+    reporting = [s.within(after) for s in series if s.instance in old]
+    stamps = [s.timestamps[np.isfinite(s.values)] for s in reporting]
+    stamps = [t for t in stamps if t.size]
+    if not stamps:
+        return False
+    steps = [float(np.median(np.diff(np.unique(t)))) for t in stamps if np.unique(t).size > 1]
+    interval = min(steps, default=0.0)
+    waited = max(float(t.max()) for t in stamps) - rollout.started_at
+    return waited >= max(NEVER_SERVED_AFTER_S, NEVER_SERVED_SAMPLES * interval)
+
+
 def _compare(ctx: ToolContext, entity: str, rollout: Rollout, events: tuple[Event, ...]) -> CanaryFinding:
     finding = CanaryFinding(entity, rollout, events)
     pre = _pre_change(ctx, rollout.started_at)
@@ -373,6 +404,7 @@ def _compare(ctx: ToolContext, entity: str, rollout: Rollout, events: tuple[Even
     finding.new_instances = tuple(sorted(new))
     finding.old_instances = tuple(sorted(old))
     finding.split = bool(new)
+    finding.never_served = not new and _never_served(series, rollout, old, after)
     if new:
         finding.families = _canary(series, new, old, after, pre)
         serving = [s.within(after) for s in series if s.instance in new]
@@ -425,6 +457,16 @@ def made_worse(ctx: ToolContext, entity: str) -> bool:
     return squash(finding.z()) >= DEFAULT_THRESHOLDS.anomaly_supports
 
 
+def never_served(ctx: ToolContext, entity: str) -> bool:
+    """Whether the change to `entity` nearest onset started by onset and its new version never reported
+    (so what the entity's metrics show is its old version only). A failed query says nothing (False)."""
+    try:
+        finding = canary_profile(ctx, entity)
+    except TelemetryError:
+        return False
+    return finding is not None and finding.never_served and _started_by_onset(ctx, finding.rollout)
+
+
 def entity_scores(ctx: ToolContext) -> dict[str, float]:
     """A z-like score (>= 0) per entity changed in the window: how much worse its new version is.
 
@@ -438,12 +480,21 @@ def entity_scores(ctx: ToolContext) -> dict[str, float]:
             log.warning("changes: no canary for %s: %s", entity, exc)
             finding = None
         scores[entity] = finding.z() if finding and finding.aligned else 0.0
+        if finding is not None and finding.never_served and _started_by_onset(ctx, finding.rollout):
+            scores[entity] = max(scores[entity], NEVER_SERVED_Z)
     return scores
 
 
+def _started_by_onset(ctx: ToolContext, rollout: Rollout) -> bool:
+    return rollout.started_at <= ctx.onset + ALIGN_TOLERANCE_S
+
+
 def kind_hint(ctx: ToolContext, entity: str) -> FaultKind | None:
-    """BAD_DEPLOY when a change to `entity` is in the window and its new version moved; else None."""
+    """BAD_DEPLOY when a change to `entity` is in the window and its new version moved or never served;
+    else None."""
     finding = canary_profile(ctx, entity)
+    if finding is not None and finding.never_served and _started_by_onset(ctx, finding.rollout):
+        return FaultKind.BAD_DEPLOY
     if finding is None or not finding.aligned or finding.z() < MOVED_Z:
         return None
     return FaultKind.BAD_DEPLOY
@@ -550,6 +601,8 @@ class ChangesTool:
             "new_instances": len(finding.new_instances),
             "old_instances": len(finding.old_instances),
         }
+        if finding.never_served:
+            measurements["new_version_served"] = "no"  # a lead for ranking, not a fault signal
         if rollout.started_at > ctx.onset + ALIGN_TOLERANCE_S:
             return ToolResult(
                 summary=f"changes: {change}; it started after the alert", measurements=measurements

@@ -18,8 +18,10 @@ from rca.core.evidence import Source
 from rca.core.hypotheses import Hypothesis
 from rca.telemetry.model import FloatArray, MetricSeries, TimeWindow
 from rca.tools.base import ToolContext, ToolResult
-from rca.tools.changes import changed_by_onset, made_worse
+from rca.tools.changes import MOVED_Z, changed_by_onset, made_worse, never_served
+from rca.tools.changes import entity_scores as change_scores
 from rca.tools.faults import EXPLAINS, FAMILIES_OF_KIND, FaultKind, named_symptom
+from rca.tools.stats import WINDOW_QUANTILE as WINDOW_Q
 from rca.tools.stats import (
     Deviation,
     Direction,
@@ -28,6 +30,7 @@ from rca.tools.stats import (
     deviation,
     family_of,
     floor_for,
+    peak_z,
     same_stream,
     squash,
 )
@@ -63,6 +66,7 @@ class MetricProfile:
 
     entity: str
     findings: dict[Family, FamilyFinding] = field(default_factory=dict)
+    peaks: dict[Family, float] = field(default_factory=dict)  # worst single point beyond the baseline
 
     def z(self, family: Family) -> float:
         """The family's z-score (0 when the family is absent or moved the good way)."""
@@ -206,6 +210,8 @@ def profile(ctx: ToolContext, entity: str) -> MetricProfile:
         if dev is None:
             continue
         dev, anchored = _net_of_pre_onset(dev, window, ctx, direction)
+        peak = peak_z(base.values, window.values, direction, floor_for(family))
+        result.peaks[family] = max(result.peaks.get(family, 0.0), peak)
         best = result.findings.get(family)
         if best is None or dev.z > best.deviation.z:
             result.findings[family] = FamilyFinding(family, series.name, series.instance, dev, None, anchored)
@@ -213,6 +219,54 @@ def profile(ctx: ToolContext, entity: str) -> MetricProfile:
         del result.findings[Family.ERRORS]
     ctx.cache[key] = result
     return result
+
+
+def short_reference_z(ctx: ToolContext, entity: str, family: Family) -> float:
+    """For series without a usable baseline (fewer points than a robust spread needs), how far the
+    entity moved from its own few points before onset to its points after it, in units of their spread
+    (at least the family's relative floor). A lead for ranking only: one or two reference points say too
+    little about normal to prove anything, so the metrics tool never reads this."""
+    key = f"metrics.short.{entity}"
+    cached = ctx.cache.get(key)
+    if not isinstance(cached, dict):
+        cached = {}
+        pre, post = before_onset(ctx), TimeWindow(ctx.onset, max(ctx.onset, ctx.incident.end))
+        incident_series, baseline_series = _series(ctx, entity) if pre is not None else ([], [])
+        usable = {
+            (s.name, s.instance)
+            for s in baseline_series
+            if np.isfinite(s.within(ctx.baseline).values).sum() >= 3
+        }
+        for series in incident_series:
+            kind = family_of(series.name)
+            if kind is None or (series.name, series.instance) in usable or pre is None:
+                continue
+            ref = series.within(pre).values
+            ref = ref[np.isfinite(ref)]
+            after = series.within(post).values
+            after = after[np.isfinite(after)]
+            if not ref.size or not after.size:
+                continue
+            fam, direction = kind
+            level = float(np.median(ref))
+            spread = max(float(np.ptp(ref)), floor_for(fam) * abs(level), 1e-9)
+            high, low = float(np.quantile(after, WINDOW_Q)), float(np.quantile(after, 1 - WINDOW_Q))
+            moved = {Direction.UP: high - level, Direction.DOWN: level - low}.get(
+                direction, max(high - level, level - low)
+            )
+            cached[fam] = max(cached.get(fam, 0.0), max(0.0, moved) / spread)
+        ctx.cache[key] = cached
+    value = cached.get(family, 0.0)
+    return float(value) if isinstance(value, float) else 0.0
+
+
+def own_short_reference_z(ctx: ToolContext, entity: str, family: Family) -> float:
+    """`short_reference_z` net of the strongest callee's, as `own_z` does for propagating families."""
+    raw = short_reference_z(ctx, entity, family)
+    if family not in PROPAGATING or raw <= 0:
+        return raw
+    inherited = [short_reference_z(ctx, c, family) for c in ctx.graph.callees(entity) if c != entity]
+    return max(0.0, raw - max(inherited, default=0.0))
 
 
 def _low_volume(series: list[MetricSeries], window: TimeWindow) -> bool:
@@ -293,17 +347,26 @@ CONTESTED = 0.79
 UNREMARKABLE = 0.21
 
 
-def _score(own: float, noise: float, lead: float, decisive: bool) -> float:
+def _score(own: float, noise: float, lead: float, decisive: bool, burst: bool = False) -> float:
     """Anomaly score of an own deviation relative to the incident's noise floor.
 
-    Only an entity that did not move refutes. One that moved but no more than its peers, that another
-    entity matches (contested), or whose deviation cannot be decisive (see `MetricsTool.run`) stays
+    Only an entity that did not move refutes (a burst of its own errors, or a new version that never
+    reported, leaves that unknown). One that moved but no more than its peers, that another entity matches
+    (contested), or whose deviation cannot be decisive (see `MetricsTool.run`) stays
     inconclusive: the metrics cannot tell.
     """
     score = squash(own / noise)
-    if own >= KNEE:
+    if own >= KNEE or burst:
         score = max(score, UNREMARKABLE)
     return min(score, CONTESTED) if lead < DOMINANCE or not decisive else score
+
+
+def error_burst(ctx: ToolContext, entity: str) -> float:
+    """The entity's own worst minute of errors beyond anything its baseline showed, net of the worst its
+    callees show (a callee's burst reaches its callers too)."""
+    mine = profile(ctx, entity).peaks.get(Family.ERRORS, 0.0)
+    theirs = [profile(ctx, c).peaks.get(Family.ERRORS, 0.0) for c in ctx.graph.callees(entity) if c != entity]
+    return max(0.0, mine - max(theirs, default=0.0))
 
 
 def changed_downstream(ctx: ToolContext, entity: str) -> list[str]:
@@ -318,6 +381,25 @@ def changed_downstream(ctx: ToolContext, entity: str) -> list[str]:
     if entity not in g:
         return []
     return sorted(changed & nx.descendants(g, entity))
+
+
+def worse_change_elsewhere(ctx: ToolContext, entity: str) -> list[str]:
+    """Services connected to `entity` whose change shows more against it than `entity`'s own change does
+    (its canary moved, or its new version never served), unless `entity`'s own change made it worse.
+
+    Metrics name where a deviation shows, not why. While a change demonstrably went wrong somewhere in the
+    application, a deviation that no change of the entity's own explains as well may be that change's
+    doing through paths the call graph does not show (data a caller passes on from it, shared nodes),
+    so the entity's metrics cannot prove it the origin."""
+    scores = change_scores(ctx)
+    if not scores or made_worse(ctx, entity):
+        return []
+    g = as_digraph(ctx.graph)
+    if entity not in g:
+        return []
+    mine = scores.get(entity, 0.0)
+    related = nx.node_connected_component(g.to_undirected(as_view=True), entity)
+    return sorted(e for e, z in scores.items() if e != entity and e in related and z >= MOVED_Z and z > mine)
 
 
 class MetricsTool:
@@ -342,6 +424,9 @@ class MetricsTool:
         second, rival = runner_up(ctx, hypothesis.entity, family)
         lead = own / second if second > 0 else float("inf")
         upstream_of_change = changed_downstream(ctx, hypothesis.entity)
+        upstream_of_change += [
+            e for e in worse_change_elsewhere(ctx, hypothesis.entity) if e not in upstream_of_change
+        ]
         if upstream_of_change:
             lead = 0.0  # contested by a fresh change below it
         finding = prof.findings[family]
@@ -364,12 +449,24 @@ class MetricsTool:
             if applies
         ]
         explained = f"; {culprit} shows {raw - own:.1f} of it" if culprit else ""
+        # Errors come in bursts: a few failing minutes escape the window quantile, yet an entity that
+        # failed as it never did in its baseline did move, so its metrics cannot clear it.
+        burst = Family.ERRORS in families and own < KNEE and error_burst(ctx, hypothesis.entity) >= KNEE
+        # A rollout whose new version never reported leaves that version unobserved: the metrics show the
+        # old version only, so they cannot clear the entity either.
+        unseen = own < KNEE and never_served(ctx, hypothesis.entity)
         summary = (
             f"metrics: {hypothesis.entity} {finding.metric} {dev.baseline:.4g} -> {dev.observed:.4g} "
             f"({raw:.1f} sigma, own {own:.1f}{explained}; peers deviate {noise:.1f}"
             + (f"; next {rival} {second:.1f})" if rival else ")")
-            + (f"; changed below it: {', '.join(upstream_of_change[:3])}" if upstream_of_change else "")
+            + (
+                f"; changed below or beside it: {', '.join(upstream_of_change[:3])}"
+                if upstream_of_change
+                else ""
+            )
             + "".join(f"; {text}" for text in caveats)
+            + ("; errors burst beyond its baseline in some minutes" if burst else "")
+            + ("; its new version has reported nothing since its rollout" if unseen else "")
         )
         measurements: dict[str, float | str] = {
             "family": family.value,
@@ -385,7 +482,7 @@ class MetricsTool:
             measurements["onset"] = onset
         return ToolResult(
             summary=summary,
-            signals={"anomaly_score": round(_score(own, noise, lead, not caveats), 4)},
+            signals={"anomaly_score": round(_score(own, noise, lead, not caveats, burst or unseen), 4)},
             measurements=measurements,
         )
 

@@ -131,6 +131,27 @@ def deviation(
     return Deviation(z=z, baseline=med, observed=observed, relative=relative, spread=spread)
 
 
+def peak_z(
+    baseline: FloatArray, window: FloatArray, direction: Direction, relative_floor: float = RELATIVE_FLOOR
+) -> float:
+    """How far the window's single worst point lies beyond everything the baseline ever showed, in
+    baseline spreads (0 when it stays within the baseline's range or either side is too short).
+
+    Not evidence of a fault (one minute proves nothing), but evidence against "it did not move": a burst
+    of failures covering a few minutes escapes the window quantile `deviation` reads."""
+    base = baseline[np.isfinite(baseline)]
+    win = window[np.isfinite(window)]
+    if base.size < 3 or win.size < 1:
+        return 0.0
+    med = float(np.median(base))
+    mad = float(np.median(np.abs(base - med))) * MAD_TO_SIGMA
+    spread = max(mad, relative_floor * abs(med), 1e-9)
+    up = float(win.max()) - float(base.max())
+    down = float(base.min()) - float(win.min())
+    beyond = {Direction.UP: up, Direction.DOWN: down}.get(direction, max(up, down))
+    return max(0.0, beyond) / spread
+
+
 def floor_for(family: Family) -> float:
     """The relative spread floor suited to a family."""
     return RATE_RELATIVE_FLOOR if family is Family.ERRORS else RELATIVE_FLOOR

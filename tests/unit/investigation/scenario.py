@@ -26,10 +26,16 @@ def build(
     seed: int = 7,
     kinds: Mapping[str, str] | None = None,
     starts: Mapping[tuple[str, str], int] | None = None,
+    ends: Mapping[tuple[str, str], int] | None = None,
+    pods: Mapping[str, Sequence[tuple[str, int | None]]] | None = None,
+    history: int | None = None,
 ) -> tuple[RecordedSource, Alert]:
     """A source where every service has cpu, memory, latency and success-rate series with small noise,
     and `faults[(service, metric)]` multiplies that metric from the onset on (from minute
-    `starts[(service, metric)]` when given). `kinds` sets entity kinds (default `service`)."""
+    `starts[(service, metric)]` when given, up to minute `ends[...]`). `kinds` sets entity kinds
+    (default `service`).
+    `pods[service]` adds per-instance cpu series `(instance, first minute it reports or None for never)`;
+    `history` keeps only that many minutes before the onset (a recording with almost no baseline)."""
     services = sorted({s for edge in edges for s in edge})
     rng = np.random.default_rng(seed)
     index = T0 + STEP * np.arange(MINUTES)
@@ -43,12 +49,22 @@ def build(
             factor = faults.get((service, metric))
             if factor is not None:
                 begin = (starts or {}).get((service, metric), 60)
-                values[begin:] = values[begin:] * factor
+                end = (ends or {}).get((service, metric), MINUTES)
+                values[begin:end] = values[begin:end] * factor
             column = f"{service}:{metric}"
             columns[column] = values
             specs.append(ColumnSpec(service, metric, "", "frame", column, column))
+    for service, instances in (pods or {}).items():
+        for instance, first in instances:
+            values = 20.0 + rng.normal(0.0, 0.2, MINUTES)
+            values[: MINUTES if first is None else first] = np.nan
+            column = f"{service}:{instance}:cpu"
+            columns[column] = values
+            specs.append(ColumnSpec(service, "cpu", "", "frame", column, column, instance))
     frame = pd.DataFrame(columns, index=index)
-    window = TimeWindow(T0, T0 + STEP * MINUTES)
+    begin = T0 if history is None else ONSET - history * STEP
+    frame = frame[frame.index >= begin]
+    window = TimeWindow(begin, T0 + STEP * MINUTES)
     graph = DependencyGraph(
         tuple(Entity(s, kind=(kinds or {}).get(s, "service")) for s in services),
         tuple(Edge(a, b) for a, b in edges),

@@ -124,3 +124,99 @@ def test_kind_follows_the_family_that_explains_the_alert() -> None:
     kind = metric_kind(_ctx(source, alert), "db")
     assert kind is not None
     assert kind.value == "errors"
+
+
+# --- rules for concurrent rollouts and thin references ---------------------------------------------------
+FAN = [("frontend", "checkout"), ("checkout", "cart"), ("checkout", "currency"), ("frontend", "currency")]
+
+
+def _rollout(entity: str, minutes_before: int, pod: str) -> list[Event]:
+    """A rollout that names its new pod (start + first step), `minutes_before` the alert fires."""
+    start = ONSET + 2 * STEP - minutes_before * STEP
+    return [
+        Event(start, entity, EventKind.DEPLOY, f"rollout of {entity}", reference="v2-abc"),
+        Event(start + STEP, entity, EventKind.DEPLOY, "step", reference="v2-abc", instance=pod),
+    ]
+
+
+def test_an_error_burst_is_a_move_not_a_refutation() -> None:
+    # cart fails in two minutes only: too few for the window quantile, too many to say it did not move.
+    faults = {("cart", "success_rate"): 0.6, ("checkout", "success_rate"): 0.6}
+    source, alert = build(FAN, faults, starts=dict.fromkeys(faults, 61), ends=dict.fromkeys(faults, 63))
+    ctx = _ctx(source, alert)
+    assert profile(ctx, "cart").z(Family.ERRORS) < 3.0
+    from rca.tools.metrics import error_burst
+
+    assert error_burst(ctx, "cart") >= 3.0
+    assert error_burst(ctx, "checkout") == 0.0  # its burst is its callee's
+    from rca.core.hypotheses import Hypothesis
+    from rca.core.verdict import DEFAULT_THRESHOLDS
+    from rca.tools.metrics import MetricsTool
+
+    found = MetricsTool().run(ctx, Hypothesis("h", "cart", "errors"))
+    score = found.signals["anomaly_score"]
+    assert isinstance(score, float)
+    assert DEFAULT_THRESHOLDS.anomaly_refutes < score < DEFAULT_THRESHOLDS.anomaly_supports
+
+
+def test_a_rollout_whose_new_version_never_served_ranks_but_proves_nothing() -> None:
+    from rca.tools import changes
+
+    pods = {"cart": [("cart-v1-a-1", 0), ("cart-v2-abc-1", None)]}
+    rollout = _rollout("cart", 3, "cart-v2-abc-1")
+    source, alert = build(FAN, {("checkout", "success_rate"): 0.5}, events=rollout, pods=pods)
+    ctx = _ctx(source, alert)
+    assert changes.never_served(ctx, "cart")
+    assert changes.entity_scores(ctx)["cart"] >= changes.NEVER_SERVED_Z
+    result = investigate(source, alert)
+    assert result.exit == "no_confident_root_cause"  # checkout is contested by the change below it
+    assert [c.entity for c in result.candidates[:2]] == [
+        "cart",
+        "checkout",
+    ]  # the unchanged caller follows it
+
+
+def test_a_new_version_that_serves_is_not_never_served() -> None:
+    from rca.tools import changes
+
+    pods = {"cart": [("cart-v1-a-1", 0), ("cart-v2-abc-1", 60)]}
+    source, alert = build(FAN, {}, events=_rollout("cart", 3, "cart-v2-abc-1"), pods=pods)
+    assert not changes.never_served(_ctx(source, alert), "cart")
+
+
+def test_a_worse_change_beside_an_unchanged_service_contests_its_metrics() -> None:
+    from rca.tools.metrics import worse_change_elsewhere
+
+    # currency fails clearly, but cart (not below it) had a rollout whose new version never served.
+    pods = {"cart": [("cart-v1-a-1", 0), ("cart-v2-abc-1", None)]}
+    rollout = _rollout("cart", 3, "cart-v2-abc-1")
+    failing = {("currency", "success_rate"): 0.5}
+    source, alert = build(FAN, failing, events=rollout, pods=pods, alert_metric="success_rate")
+    ctx = _ctx(source, alert)
+    assert changed_downstream(ctx, "currency") == []
+    assert worse_change_elsewhere(ctx, "currency") == ["cart"]
+    result = investigate(source, alert)
+    currency = [
+        e for h in result.hypotheses if h.entity == "currency" for e in h.evidence if e.tool == "metrics"
+    ]
+    assert currency
+    assert all(e.verdict is not Verdict.SUPPORTS for e in currency)
+    # Without the rollout the same failure is proven.
+    clean, clean_alert = build(FAN, failing, alert_metric="success_rate")
+    proven = investigate(clean, clean_alert)
+    assert proven.root_cause is not None
+    assert proven.root_cause.entity == "currency"
+
+
+def test_a_thin_reference_ranks_but_never_proves() -> None:
+    from rca.tools.metrics import short_reference_z
+
+    # Two minutes of history before onset: no robust baseline, still a clear rise at `payment`.
+    faults = {("payment", "latency_p90"): 4.0, ("checkout", "latency_p90"): 4.0}
+    source, alert = build(CHAIN, faults, starts=dict.fromkeys(faults, 62), history=2)
+    ctx = _ctx(source, alert)
+    assert profile(ctx, "payment").z(Family.LATENCY) == 0.0
+    assert short_reference_z(ctx, "payment", Family.LATENCY) > 3.0
+    result = investigate(source, alert)
+    assert result.exit == "no_confident_root_cause"
+    assert result.candidates[0].entity == "payment"  # checkout's rise is payment's
