@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from importlib.util import find_spec
+from pathlib import Path
+
 import dj_database_url
 
 from rca.config import REPO_ROOT, load_config
@@ -22,15 +25,19 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
+    "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI / Redoc assets served locally: the docs page stays on the host
     "graphstore",
     "frontend",
     "rca.incidents",
     "rca.evaluation",
+    "rca.api",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "rca.api.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -79,6 +86,11 @@ STORAGES = {
 }
 # Serve app static files straight from their finders so `run` needs no collectstatic step.
 WHITENOISE_USE_FINDERS = True
+# plotly.js comes from the installed `plotly` wheel (`{% static 'vendor/plotly/plotly.min.js' %}`): no copy
+# in the repository, no CDN, and it always matches the Python library that builds the figures.
+_PLOTLY = find_spec("plotly")
+_PLOTLY_JS_DIR = Path(_PLOTLY.origin).parent / "package_data" if _PLOTLY and _PLOTLY.origin else None
+STATICFILES_DIRS = [("vendor/plotly", _PLOTLY_JS_DIR)] if _PLOTLY_JS_DIR else []
 
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
@@ -88,18 +100,60 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+# Sent on every response by rca.api.middleware (Django 5.2 has no CSP support of its own): nothing is
+# loaded from, or sent to, another host. `data:` images are Swagger UI's inline SVG icons.
+CONTENT_SECURITY_POLICY = "; ".join(
+    (
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "font-src 'self'",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'self'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    )
+)
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Token first: an unauthenticated request then gets 401 with `WWW-Authenticate: Token`, not 403.
+    # Session authentication enforces CSRF on unsafe methods.
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": ["rca.api.permissions.IsViewer"],
+    "DEFAULT_PAGINATION_CLASS": "rca.api.pagination.Pagination",
+    "PAGE_SIZE": 50,
+    "EXCEPTION_HANDLER": "rca.api.errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Rootline API",
     "DESCRIPTION": "Incident root-cause analysis whose conclusions are proven by evidence.",
     "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rca.api.permissions.IsViewer"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    # Swagger UI would fetch a validator badge from validator.swagger.io: never leave the host.
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "ActionTierEnum": "rca.api.schema.TIER_CHOICES",
+        "EvidenceSourceEnum": "rca.core.evidence.Source",
+        "IntakeSourceEnum": "rca.incidents.models.IntakeSource",
+        "IncidentStatusEnum": "rca.api.schema.IncidentStatus",
+        "AlertStatusEnum": "rca.api.schema.AlertStatus",
+        "InvestigationStatusEnum": "rca.api.schema.InvestigationStatus",
+        "ActionStatusEnum": "rca.api.schema.ActionStatus",
+        "HealthStatusEnum": "rca.api.schema.HEALTH_STATUSES",
+        "WebhookAlertStatusEnum": "rca.incidents.serializers.ALERT_STATUSES",
+    },
 }
 
 # Celery reads CELERY_* settings through celery_app.app (namespace="CELERY").

@@ -1,15 +1,68 @@
-"""HTTP views of the API."""
+"""HTTP views of the API. Thin: validate the request, call a service, shape the answer.
+
+Every view needs a user with the viewer role at least (`REST_FRAMEWORK` defaults), except the intake
+webhooks (a per-source intake token) and health (open, like /healthz). Decisions (approve, reject,
+re-run) are checked by `rca.incidents.approvals`, which also audits every attempt.
+"""
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
+from typing import Any, ClassVar, NoReturn
+
+from django.db import DataError
+from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.views import SpectacularSwaggerSplitView
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotAuthenticated
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
+from rca.api import serializers as s
+from rca.api.authentication import IntakeTokenAuthentication
+from rca.api.errors import PayloadTooLarge, validation_error
+from rca.api.permissions import IsIntakeSender
+from rca.core.actions import ActionTier
 from rca.health import run_checks
+from rca.incidents import approvals
+from rca.incidents.approvals import ApprovalError
+from rca.incidents.intake import IntakeError, IntakeResult, ingest_alertmanager, ingest_generic
+from rca.incidents.models import ActionProposal, Hypothesis, Incident, IntakeSource, Investigation
+from rca.incidents.serializers import AlertmanagerPayloadSerializer, GenericAlertSerializer
+
+MAX_INTAKE_BODY = 1024 * 1024  # 1 MiB; Alertmanager batches are far smaller
+
+ERRORS = {
+    400: OpenApiResponse(s.ErrorSerializer, description="Invalid input: `errors` names each field."),
+    401: OpenApiResponse(s.ErrorSerializer, description="Not authenticated."),
+    403: OpenApiResponse(s.ErrorSerializer, description="Authenticated without the role this needs."),
+    404: OpenApiResponse(s.ErrorSerializer, description="No such object."),
+    413: OpenApiResponse(s.ErrorSerializer, description="Body over 1 MiB (refused before it is read)."),
+}
 
 
-@require_GET
-def healthz(request: HttpRequest) -> JsonResponse:
+def _errors(*codes: int) -> dict[int, OpenApiResponse]:
+    return {code: ERRORS[code] for code in codes}
+
+
+def _query(serializer_class: type[serializers.Serializer[Any]], request: Request) -> dict[str, Any]:
+    """Validated query parameters (400 naming the parameter otherwise)."""
+    serializer = serializer_class(data=request.query_params)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+# --- health ----------------------------------------------------------------------------------------
+
+
+def health_report() -> tuple[dict[str, Any], int]:
     """Each dependency as ok / down with the reason; 200 only when all are ok, else 503."""
     checks = run_checks()
     healthy = all(c.ok for c in checks)
@@ -17,4 +70,391 @@ def healthz(request: HttpRequest) -> JsonResponse:
         "status": "ok" if healthy else "down",
         "checks": {c.name: {"status": "ok" if c.ok else "down", "detail": c.detail} for c in checks},
     }
-    return JsonResponse(body, status=200 if healthy else 503)
+    return body, 200 if healthy else 503
+
+
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    """Each dependency as ok / down with the reason; 200 only when all are ok, else 503."""
+    body, code = health_report()
+    return JsonResponse(body, status=code)
+
+
+class HealthView(APIView):
+    """`/api/v1/health/`: the same report as `/healthz`, open to load balancers and probes."""
+
+    authentication_classes = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(
+        responses={200: s.HealthSerializer, 503: s.HealthSerializer}, auth=[], summary="Dependency health"
+    )
+    def get(self, request: Request) -> Response:
+        """Database, broker, graph and vector store: ok, or down with the reason (503)."""
+        body, code = health_report()
+        return Response(body, status=code)
+
+
+# --- intake ----------------------------------------------------------------------------------------
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _parse_json(body: bytes) -> Any:
+    """The JSON document in `body`; raises ValueError for anything PostgreSQL's jsonb would refuse too."""
+    try:
+        payload = json.loads(body, parse_constant=_reject_constant)  # NaN / Infinity: not JSON
+    except RecursionError as exc:
+        raise ValueError("nested too deeply") from exc
+    # jsonb cannot hold U+0000; refuse it here rather than fail on insert. Iterative: no depth limit.
+    stack = [payload]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                raise ValueError("NUL characters (\\u0000) are not allowed")
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return payload
+
+
+# Either credential suffices (a list of requirements is OR in OpenAPI).
+INTAKE_AUTH: list[dict[str, list[str]]] = [{"intakeBearer": []}, {"intakeSignature": []}]
+
+
+class _IntakeView(APIView):
+    """A webhook: size check, then intake-token authentication, then the intake service."""
+
+    intake_source: ClassVar[str]
+    authentication_classes = [IntakeTokenAuthentication]
+    permission_classes = [IsIntakeSender]
+    # The body is read raw: the HMAC covers exactly the bytes received, and the size is checked first.
+    parser_classes = []
+
+    def ingest(self, payload: Any) -> IntakeResult:
+        raise NotImplementedError
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        """Refuse an oversized body (413) before it is read, authenticated or parsed."""
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0  # Django then reads no body at all
+        if length > MAX_INTAKE_BODY:
+            raise PayloadTooLarge(f"Request body is {length} bytes; the limit is {MAX_INTAKE_BODY} (1 MiB).")
+        super().initial(request, *args, **kwargs)
+
+    def permission_denied(
+        self, request: Request, message: str | None = None, code: str | None = None
+    ) -> NoReturn:
+        """No credentials at all: 401 saying which ones this webhook takes."""
+        if not request.successful_authenticator:
+            raise NotAuthenticated(
+                f"An intake token for the {self.intake_source} webhook is required: "
+                "`Authorization: Bearer <token>` or `X-Rootline-Signature: sha256=<hex HMAC of the body>`."
+            )
+        super().permission_denied(request, message, code)
+
+    def post(self, request: Request) -> Response:
+        try:
+            payload = _parse_json(request._request.body)
+        except ValueError as exc:
+            return validation_error({"body": f"not valid JSON: {exc}"}, "Invalid payload.")
+        try:
+            result = self.ingest(payload)
+        except IntakeError as exc:
+            return validation_error(exc.errors, "Invalid payload.")
+        except DataError as exc:
+            # A value the serializers let through but a column cannot hold (e.g. an over-long label
+            # that becomes the incident's severity): the sender's input, so 400, never 500.
+            return validation_error({"payload": f"a value does not fit: {str(exc).splitlines()[0]}"})
+        return Response(asdict(result), status=status.HTTP_202_ACCEPTED)
+
+
+class AlertmanagerWebhookView(_IntakeView):
+    """`POST /api/v1/webhooks/alertmanager/`: Alertmanager's webhook payload, version 4, verbatim."""
+
+    intake_source = IntakeSource.ALERTMANAGER
+
+    def ingest(self, payload: Any) -> IntakeResult:
+        return ingest_alertmanager(payload)
+
+    @extend_schema(
+        request={"application/json": AlertmanagerPayloadSerializer},
+        responses={202: s.IntakeResultSerializer, **_errors(400, 401, 413)},
+        auth=INTAKE_AUTH,  # type: ignore[arg-type]  # security requirement objects: accepted, not in the stubs
+        summary="Alertmanager webhook (payload version 4)",
+    )
+    def post(self, request: Request) -> Response:
+        """Store the alerts; open, join or resolve incidents; queue investigations of new ones."""
+        return super().post(request)
+
+
+class GenericWebhookView(_IntakeView):
+    """`POST /api/v1/webhooks/generic/`: one alert in Rootline's canonical JSON form."""
+
+    intake_source = IntakeSource.GENERIC
+
+    def ingest(self, payload: Any) -> IntakeResult:
+        return ingest_generic(payload)
+
+    @extend_schema(
+        request={"application/json": GenericAlertSerializer},
+        responses={202: s.IntakeResultSerializer, **_errors(400, 401, 413)},
+        auth=INTAKE_AUTH,  # type: ignore[arg-type]  # security requirement objects: accepted, not in the stubs
+        summary="Generic JSON alert",
+    )
+    def post(self, request: Request) -> Response:
+        """Store the alert; open, join or resolve its incident; queue an investigation of a new one."""
+        return super().post(request)
+
+
+# --- incidents and investigations --------------------------------------------------------------------
+
+
+def _latest(field: str) -> Subquery:
+    latest = Investigation.objects.filter(incident=OuterRef("pk")).order_by("-created_at", "-id")
+    return Subquery(latest.values(field)[:1])
+
+
+@extend_schema_view(
+    list=extend_schema(
+        parameters=[s.IncidentFilterSerializer],
+        responses={200: s.IncidentListSerializer(many=True), **_errors(400, 401, 403)},
+    ),
+    retrieve=extend_schema(responses={200: s.IncidentDetailSerializer, **_errors(401, 403, 404)}),
+)
+class IncidentViewSet(viewsets.ReadOnlyModelViewSet[Incident]):
+    """Incidents, newest first; the detail has the alerts and the latest investigation."""
+
+    lookup_value_regex = r"\d+"
+
+    def get_serializer_class(self) -> type[serializers.BaseSerializer[Incident]]:
+        return s.IncidentDetailSerializer if self.action == "retrieve" else s.IncidentListSerializer
+
+    def get_queryset(self) -> QuerySet[Incident]:
+        incidents = Incident.objects.annotate(
+            latest_investigation_status=_latest("status"),
+            latest_tier=_latest("tier"),
+            latest_exit=_latest("exit"),
+        ).order_by("-created_at", "-id")
+        if self.action == "retrieve":
+            return incidents.prefetch_related(
+                "alerts",
+                Prefetch(
+                    "investigations",
+                    Investigation.objects.order_by("-created_at", "-id").prefetch_related("hypotheses"),
+                ),
+            )
+        if self.action != "list":
+            return incidents
+        f = _query(s.IncidentFilterSerializer, self.request)
+        for param, lookup in (
+            ("status", "status"),
+            ("severity", "severity__iexact"),
+            ("service", "symptom_entity"),
+            ("source", "source"),
+            ("since", "onset__gte"),
+            ("until", "onset__lt"),
+            ("q", "title__icontains"),
+        ):
+            if param in f:
+                incidents = incidents.filter(**{lookup: f[param]})
+        return incidents
+
+
+def _refused(exc: ApprovalError) -> Response:
+    """The HTTP answer to a refused decision: who may not (403), bad input (400), wrong state (409)."""
+    code = {
+        ApprovalError.FORBIDDEN: status.HTTP_403_FORBIDDEN,
+        ApprovalError.REASON_REQUIRED: status.HTTP_400_BAD_REQUEST,
+    }.get(exc.code, status.HTTP_409_CONFLICT)
+    body: dict[str, Any] = {"detail": exc.message, "code": exc.code, **exc.detail}
+    if exc.code == ApprovalError.REASON_REQUIRED:
+        body["errors"] = {"reason": exc.message}
+    return Response(body, status=code)
+
+
+_REFUSED = {
+    403: OpenApiResponse(s.ErrorSerializer, description="Refused: the user lacks the role (audited)."),
+    409: OpenApiResponse(s.ErrorSerializer, description="Refused: wrong state or above the allowed tier."),
+}
+
+
+@extend_schema_view(
+    retrieve=extend_schema(responses={200: s.InvestigationDetailSerializer, **_errors(401, 403, 404)})
+)
+class InvestigationViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet[Investigation]):
+    """An investigation: gate decision, hypotheses and evidence, path, chain, grounding, confidence, tier."""
+
+    lookup_value_regex = r"\d+"
+    serializer_class = s.InvestigationDetailSerializer
+    queryset = Investigation.objects.prefetch_related(
+        Prefetch("hypotheses", queryset=Hypothesis.objects.prefetch_related("evidence")),
+        Prefetch("proposals", queryset=ActionProposal.objects.select_related("investigation", "decided_by")),
+    )
+
+    @extend_schema(request=None, responses={202: s.RerunSerializer, **_errors(401, 404), **_REFUSED})
+    @action(detail=True, methods=["post"])
+    def rerun(self, request: Request, pk: str | None = None) -> Response:
+        """Queue a new investigation of the same incident (responder or approver)."""
+        try:
+            new = approvals.request_rerun(self.get_object(), request.user)
+        except ApprovalError as exc:
+            return _refused(exc)
+        return Response(
+            {"investigation": new.pk, "incident": new.incident_id, "status": new.status},
+            status=status.HTTP_202_ACCEPTED,
+        )
+
+
+# --- actions -----------------------------------------------------------------------------------------
+
+
+@extend_schema_view(
+    list=extend_schema(
+        parameters=[s.ActionFilterSerializer],
+        responses={200: s.ActionProposalSerializer(many=True), **_errors(400, 401, 403)},
+    ),
+    retrieve=extend_schema(responses={200: s.ActionDetailSerializer, **_errors(401, 403, 404)}),
+)
+class ActionViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet[ActionProposal]
+):
+    """Proposed actions; approve (approver) or reject (responder) them with a reason."""
+
+    lookup_value_regex = r"\d+"
+
+    def get_serializer_class(self) -> type[serializers.BaseSerializer[Any]]:
+        by_action: dict[str, type[serializers.BaseSerializer[Any]]] = {
+            "retrieve": s.ActionDetailSerializer,
+            "approve": s.ApproveSerializer,
+            "reject": s.RejectSerializer,
+        }
+        return by_action.get(self.action or "", s.ActionProposalSerializer)
+
+    def get_queryset(self) -> QuerySet[ActionProposal]:
+        actions = ActionProposal.objects.select_related("investigation", "decided_by").order_by(
+            "-created_at", "-id"
+        )
+        if self.action != "list":
+            return actions
+        f = _query(s.ActionFilterSerializer, self.request)
+        for param, lookup in (
+            ("status", "status"),
+            ("tier", "tier"),
+            ("incident", "investigation__incident"),
+        ):
+            if param in f:
+                actions = actions.filter(**{lookup: f[param]})
+        return actions
+
+    def _decided(self, proposal: ActionProposal) -> Response:
+        return Response(s.ActionDetailSerializer(proposal).data)
+
+    @extend_schema(
+        request=s.ApproveSerializer,
+        responses={200: s.ActionDetailSerializer, **_errors(400, 401, 404), **_REFUSED},
+    )
+    @action(detail=True, methods=["post"])
+    def approve(self, request: Request, pk: str | None = None) -> Response:
+        """Approve at the tier proposed or a lower one; refused above `allowed_tier`, or twice."""
+        proposal = self.get_object()
+        body = self.get_serializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        tier = body.validated_data.get("tier")
+        try:
+            approvals.approve(
+                proposal, request.user, body.validated_data["reason"], ActionTier(tier) if tier else None
+            )
+        except ApprovalError as exc:
+            return _refused(exc)
+        return self._decided(proposal)
+
+    @extend_schema(
+        request=s.RejectSerializer,
+        responses={200: s.ActionDetailSerializer, **_errors(400, 401, 404), **_REFUSED},
+    )
+    @action(detail=True, methods=["post"])
+    def reject(self, request: Request, pk: str | None = None) -> Response:
+        """Reject with a reason (responder or approver)."""
+        proposal = self.get_object()
+        body = self.get_serializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            approvals.reject(proposal, request.user, body.validated_data["reason"])
+        except ApprovalError as exc:
+            return _refused(exc)
+        return self._decided(proposal)
+
+
+# --- search ------------------------------------------------------------------------------------------
+
+
+class SearchView(APIView):
+    """`GET /api/v1/search/`: past incidents most similar in meaning to `q`, restricted by filters."""
+
+    @extend_schema(
+        parameters=[s.SearchQuerySerializer],
+        responses={
+            200: s.SearchResultSerializer,
+            **_errors(400, 401, 403),
+            503: OpenApiResponse(s.ErrorSerializer, description="Incident memory is unavailable."),
+        },
+        summary="Search past incidents",
+    )
+    def get(self, request: Request) -> Response:
+        """Results come from incident memory (Qdrant), each checked against the incident rows."""
+        # Imported here: search pulls in Qdrant and the embedding model, which no other view needs.
+        from rca.memory import index
+
+        q = _query(s.SearchQuerySerializer, request)
+        filters = index.SearchFilters(
+            service=q.get("service"),
+            fault_kind=q.get("fault_kind"),
+            tier=q.get("tier"),
+            exit=q.get("exit"),
+            since=q.get("since"),
+            until=q.get("until"),
+        )
+        try:
+            hits = index.search(q["q"], filters, q["limit"])
+        except index.MemoryUnavailable as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        statuses = dict(
+            Incident.objects.filter(pk__in=[h.incident_id for h in hits]).values_list("pk", "status")
+        )
+        results = [
+            {
+                "incident": hit.incident_id,
+                "score": round(hit.score, 4),
+                "title": hit.document.title,
+                "status": statuses[hit.incident_id],
+                "symptom_entity": hit.document.symptom_entity,
+                "services": list(hit.document.services),
+                "root_cause_entity": hit.document.root_cause_entity,
+                "fault_kind": hit.document.fault_kind,
+                "tier": hit.document.tier,
+                "exit": hit.document.exit,
+                "evidence": list(hit.document.evidence),
+                "onset": hit.document.onset,
+            }
+            # Memory may still hold an incident deleted since it was indexed: never show a dead link.
+            for hit in hits
+            if hit.incident_id in statuses
+        ]
+        return Response(s.SearchResultSerializer({"query": q["q"], "results": results}).data)
+
+
+# --- docs --------------------------------------------------------------------------------------------
+
+
+class DocsView(SpectacularSwaggerSplitView):
+    """Swagger UI from local assets, its init script a separate file: nothing inline, nothing off-host."""
+
+    template_name = "api/swagger_ui.html"

@@ -309,3 +309,35 @@ class AuditEvent(models.Model):
     def delete(self, *args: Any, **kwargs: Any) -> NoReturn:
         """Always raises `AppendOnlyError`."""
         raise AppendOnlyError(f"audit event {self.pk} is append-only: delete refused")
+
+
+class IntakeToken(models.Model):
+    """A credential one alert sender uses on one intake webhook (see `rca.incidents.tokens`).
+
+    The bearer token itself is never stored: only its SHA-256 (it is 256 random bits, so a fast hash
+    is enough) and a short prefix to recognise it by. A token with `hmac_salt` may also sign request
+    bodies; its HMAC secret is derived from that salt and SECRET_KEY, so the table alone reveals neither.
+    """
+
+    SOURCES: ClassVar[tuple[str, ...]] = (IntakeSource.ALERTMANAGER, IntakeSource.GENERIC)
+
+    name = models.CharField(max_length=100, unique=True)
+    source = models.CharField(
+        max_length=16,
+        choices=[(s, IntakeSource(s).label) for s in SOURCES],
+        help_text="The one webhook this token is accepted on.",
+    )
+    token_hash = models.CharField(max_length=64, unique=True, help_text="SHA-256 hex of the token.")
+    prefix = models.CharField(max_length=12, help_text="The token's first characters, to recognise it.")
+    hmac_salt = models.CharField(
+        max_length=64, blank=True, help_text="Set when the sender may sign bodies with HMAC-SHA256."
+    )
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ("name",)
+        indexes = (models.Index(fields=("source", "active"), name="intake_token_source_active"),)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.source}, {self.prefix}…)"

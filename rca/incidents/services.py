@@ -28,4 +28,3 @@ def record_audit(
         target_id=str(target.pk),
         detail=detail or {},
     )
-

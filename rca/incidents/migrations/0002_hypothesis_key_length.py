@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('incidents', '0001_initial'),
+        ("incidents", "0001_initial"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='hypothesis',
-            name='key',
+            model_name="hypothesis",
+            name="key",
             field=models.CharField(help_text="The engine's hypothesis id.", max_length=320),
         ),
         migrations.AlterField(
-            model_name='hypothesis',
-            name='parent_key',
+            model_name="hypothesis",
+            name="parent_key",
             field=models.CharField(blank=True, max_length=320),
         ),
     ]

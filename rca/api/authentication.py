@@ -1,0 +1,52 @@
+"""Intake authentication: a per-source bearer token or an HMAC-SHA256 signature of the raw body."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AnonymousUser
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.request import Request
+
+from rca.incidents.models import IntakeToken
+from rca.incidents.tokens import verify_bearer, verify_signature
+
+SIGNATURE_HEADER = "HTTP_X_ROOTLINE_SIGNATURE"
+
+
+class IntakeTokenAuthentication(BaseAuthentication):
+    """`Authorization: Bearer <token>` and/or `X-Rootline-Signature: sha256=<hex>`.
+
+    Every credential presented must verify, for the view's `intake_source`, and at least one must be
+    presented. A sender is not a user: `request.user` stays anonymous and `request.auth` is the
+    IntakeToken. The view must have checked the body size before this reads the body.
+    """
+
+    keyword = "Bearer"
+
+    def authenticate(self, request: Request) -> tuple[AnonymousUser, IntakeToken] | None:
+        view = request.parser_context.get("view") if request.parser_context else None
+        source: str = getattr(view, "intake_source", "")
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        signature = request.META.get(SIGNATURE_HEADER, "")
+        token = None
+        if header:
+            scheme, _, value = header.partition(" ")
+            if scheme.lower() != self.keyword.lower() or not value.strip():
+                raise AuthenticationFailed("Authorization must be `Bearer <intake token>`.")
+            token = verify_bearer(source, value.strip())
+            if token is None:
+                raise AuthenticationFailed(f"Invalid or inactive intake token for the {source} webhook.")
+        if signature:
+            signed = verify_signature(source, request._request.body, signature, only=token)
+            if signed is None:
+                raise AuthenticationFailed(
+                    "Bad X-Rootline-Signature: expected sha256=<hex HMAC-SHA256 of the raw body> "
+                    f"under an active {source} intake token's HMAC secret."
+                )
+            token = signed
+        if token is None:
+            return None
+        return AnonymousUser(), token
+
+    def authenticate_header(self, request: Request) -> str:
+        return f'{self.keyword} realm="rootline-intake"'

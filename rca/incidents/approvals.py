@@ -1,0 +1,299 @@
+"""Human decisions on investigations: roles, approving or rejecting a proposed action, re-running.
+
+Used by the API and the pages alike, so every rule is enforced here, on the server:
+
+* roles are Django groups, each including the ones below it: viewer (read) < responder (re-run,
+  reject) < approver (approve); a superuser counts as an approver;
+* an action is approved only by an approver, only once (while it is still proposed), and only at or
+  below `allowed_tier(proposal)`: the ceiling the evidence allows, which for an ungrounded conclusion
+  is never patch or pull request, whatever the request asks for;
+* every decision, and every refused attempt at one, writes an AuditEvent;
+* approving queues the execution (`queue_execution`); nothing is executed here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
+from django.db import transaction
+from django.utils import timezone
+
+from rca.core.actions import ActionTier, lowest, max_allowed_tier, tier_for
+from rca.core.gate import GateExit
+from rca.core.grounding import Grounding
+from rca.incidents.investigations import queue_investigation
+from rca.incidents.models import ActionProposal, Incident, Investigation
+from rca.incidents.services import record_audit
+
+EXECUTE_TASK = "rootline.execute_action"
+
+User = AbstractBaseUser | AnonymousUser
+T = TypeVar("T")
+
+
+class Role(StrEnum):
+    """A role is a Django group of the same name (created by migration incidents.0004_roles)."""
+
+    VIEWER = "viewer"
+    RESPONDER = "responder"
+    APPROVER = "approver"
+
+    @property
+    def rank(self) -> int:
+        """Position in the hierarchy, 0 for viewer."""
+        return list(Role).index(self)
+
+
+class ApprovalError(Exception):
+    """A decision was refused; `code` is one of the class constants, `message` says why."""
+
+    FORBIDDEN = "forbidden"
+    ABOVE_ALLOWED_TIER = "above_allowed_tier"
+    ALREADY_DECIDED = "already_decided"
+    REASON_REQUIRED = "reason_required"
+    ALREADY_RUNNING = "already_running"
+
+    def __init__(self, code: str, message: str, **detail: Any) -> None:
+        self.code = code
+        self.message = message
+        self.detail = detail
+        super().__init__(f"{code}: {message}")
+
+
+# --- roles -------------------------------------------------------------------------------------------
+
+
+def role_of(user: User | None) -> Role | None:
+    """The highest role `user` holds (approver for a superuser), None for none or for anonymous."""
+    if user is None or not user.is_authenticated or not user.is_active:
+        return None
+    if getattr(user, "is_superuser", False):
+        return Role.APPROVER
+    cached: Role | str | None = getattr(user, "_rootline_role", "")
+    if cached != "":  # one query per request, however many checks a view makes
+        return cached  # type: ignore[return-value]
+    names = set(user.groups.values_list("name", flat=True))  # type: ignore[attr-defined]
+    held = [role for role in Role if role.value in names]
+    role = max(held, key=lambda r: r.rank) if held else None
+    setattr(user, "_rootline_role", role)  # noqa: B010  (a per-request cache on the user object)
+    return role
+
+
+def has_role(user: User | None, role: Role) -> bool:
+    """Whether `user` holds `role` or a higher one."""
+    held = role_of(user)
+    return held is not None and held.rank >= role.rank
+
+
+def _require(user: User, role: Role, doing: str) -> None:
+    if not has_role(user, role):
+        raise ApprovalError(ApprovalError.FORBIDDEN, f"only a {role.value} (or higher) may {doing}")
+
+
+# --- the ceiling -------------------------------------------------------------------------------------
+
+
+def allowed_tier(proposal: ActionProposal) -> ActionTier:
+    """The highest tier `proposal` may be approved at.
+
+    The lowest of: the tier proposed; the ceiling stored with the proposal; and the ceiling derived
+    again from the investigation's row (exit and grounding, with the cap always governing, and the
+    tier the capped confidence reaches). Deriving it again means a proposal row edited by hand, or
+    written by a shadow-mode (ablation) run, still cannot be approved above what the evidence allows.
+    """
+    investigation = proposal.investigation
+    exit_ = (
+        GateExit.CONFIDENT if investigation.exit == GateExit.CONFIDENT else GateExit.NO_CONFIDENT_ROOT_CAUSE
+    )
+    grounding = Grounding(investigation.grounding) if investigation.grounding else Grounding.UNGROUNDED
+    derived = max_allowed_tier(exit_, grounding)
+    if exit_ is GateExit.CONFIDENT:
+        derived = lowest(derived, tier_for(investigation.capped_confidence))
+    return lowest(ActionTier(proposal.tier), ActionTier(proposal.max_allowed_tier), derived)
+
+
+# --- decisions ---------------------------------------------------------------------------------------
+
+
+def approve(
+    proposal: ActionProposal, user: User, reason: str, tier: ActionTier | None = None
+) -> ActionProposal:
+    """Approve `proposal` at `tier` (default: the tier proposed) and queue its execution.
+
+    Raises `ApprovalError` (forbidden, reason_required, already_decided, above_allowed_tier); the
+    refusal is audited. On success the proposal's `tier` becomes the approved tier (the tier proposed
+    is kept in the audit event).
+    """
+    return _audited_refusal(
+        "action.approval_refused", proposal, user, lambda: _approve(proposal, user, reason, tier)
+    )
+
+
+def reject(proposal: ActionProposal, user: User, reason: str) -> ActionProposal:
+    """Reject `proposal` (responder or approver); raises `ApprovalError`, audited, when refused."""
+    return _audited_refusal(
+        "action.rejection_refused", proposal, user, lambda: _reject(proposal, user, reason)
+    )
+
+
+def request_rerun(investigation: Investigation, user: User) -> Investigation:
+    """Queue a new investigation of the same incident (responder or approver); returns the new one.
+
+    Refused while an investigation of that incident is still queued or running.
+    """
+
+    def rerun() -> Investigation:
+        _require(user, Role.RESPONDER, "re-run an investigation")
+        with transaction.atomic():
+            incident = Incident.objects.select_for_update().get(pk=investigation.incident_id)
+            busy = incident.investigations.filter(
+                status__in=(Investigation.Status.QUEUED, Investigation.Status.RUNNING)
+            ).first()
+            if busy is not None:
+                raise ApprovalError(
+                    ApprovalError.ALREADY_RUNNING,
+                    f"investigation {busy.pk} of this incident is still {busy.status}",
+                    investigation=busy.pk,
+                )
+            new = queue_investigation(incident)
+            record_audit(
+                "investigation.rerun_requested",
+                investigation,
+                actor=_actor(user),
+                detail={"incident": incident.pk, "new_investigation": new.pk},
+            )
+            return new
+
+    return _audited_refusal("investigation.rerun_refused", investigation, user, rerun)
+
+
+def queue_execution(proposal: ActionProposal) -> bool:
+    """Hand an approved proposal to the executor task, if one is registered; True when queued.
+
+    The executors arrive with the `rootline.execute_action` task (issue 9). Until then the approval
+    is recorded as pending execution: nothing pretends to have executed it.
+    """
+    from celery_app.app import app  # looked up by name: incidents never import the task module
+
+    task = app.tasks.get(EXECUTE_TASK)
+    if task is None:
+        record_audit(
+            "action.execution_pending",
+            proposal,
+            actor_label="approvals",
+            detail={"reason": f"no {EXECUTE_TASK} task is registered", "tier": proposal.tier},
+        )
+        return False
+    record_audit("action.execution_queued", proposal, actor_label="approvals", detail={"tier": proposal.tier})
+    transaction.on_commit(lambda: task.delay(proposal.pk))
+    return True
+
+
+# --- internals ---------------------------------------------------------------------------------------
+
+
+def _actor(user: User) -> AbstractBaseUser | None:
+    return user if isinstance(user, AbstractBaseUser) else None
+
+
+def _audited_refusal(verb: str, target: Any, user: User, decide: Callable[[], T]) -> T:
+    """Run `decide`; if it raises ApprovalError, audit the refusal (outside the rolled-back work)."""
+    try:
+        return decide()
+    except ApprovalError as exc:
+        record_audit(
+            verb,
+            target,
+            actor=_actor(user),
+            actor_label="" if _actor(user) else "anonymous",
+            detail={"code": exc.code, "message": exc.message, **exc.detail},
+        )
+        raise
+
+
+def _reason(reason: str) -> str:
+    text = (reason or "").strip()
+    if not text:
+        raise ApprovalError(ApprovalError.REASON_REQUIRED, "a reason is required")
+    return text
+
+
+def _locked_undecided(proposal: ActionProposal) -> ActionProposal:
+    locked = ActionProposal.objects.select_for_update().select_related("investigation").get(pk=proposal.pk)
+    if locked.status != ActionProposal.Status.PROPOSED:
+        raise ApprovalError(
+            ApprovalError.ALREADY_DECIDED,
+            f"this action was already {locked.status}"
+            + (f" by {locked.decided_by.get_username()}" if locked.decided_by else ""),
+            status=locked.status,
+        )
+    return locked
+
+
+def _approve(proposal: ActionProposal, user: User, reason: str, tier: ActionTier | None) -> ActionProposal:
+    _require(user, Role.APPROVER, "approve an action")
+    text = _reason(reason)
+    with transaction.atomic():
+        locked = _locked_undecided(proposal)
+        ceiling = allowed_tier(locked)
+        chosen = ActionTier(tier) if tier is not None else ActionTier(locked.tier)
+        if not ceiling.allows(chosen):
+            raise ApprovalError(
+                ApprovalError.ABOVE_ALLOWED_TIER,
+                f"{chosen.value} is above what the evidence allows ({ceiling.value}; grounding: "
+                f"{locked.investigation.grounding or 'none'}, capped confidence: "
+                f"{_confidence(locked.investigation.capped_confidence)})",
+                requested_tier=chosen.value,
+                allowed_tier=ceiling.value,
+            )
+        proposed = locked.tier
+        _decide(locked, user, ActionProposal.Status.APPROVED, text, tier=chosen)
+        record_audit(
+            "action.approved",
+            locked,
+            actor=_actor(user),
+            detail={
+                "reason": text,
+                "tier": chosen.value,
+                "proposed_tier": proposed,
+                "allowed_tier": ceiling.value,
+            },
+        )
+        queue_execution(locked)
+    proposal.refresh_from_db()
+    return proposal
+
+
+def _reject(proposal: ActionProposal, user: User, reason: str) -> ActionProposal:
+    _require(user, Role.RESPONDER, "reject an action")
+    text = _reason(reason)
+    with transaction.atomic():
+        locked = _locked_undecided(proposal)
+        _decide(locked, user, ActionProposal.Status.REJECTED, text)
+        record_audit(
+            "action.rejected", locked, actor=_actor(user), detail={"reason": text, "tier": locked.tier}
+        )
+    proposal.refresh_from_db()
+    return proposal
+
+
+def _decide(
+    proposal: ActionProposal, user: User, status: str, reason: str, tier: ActionTier | None = None
+) -> None:
+    proposal.status = status
+    proposal.decided_by = _actor(user)  # type: ignore[assignment]
+    proposal.decided_at = timezone.now()
+    proposal.reason = reason
+    fields = ["status", "decided_by", "decided_at", "reason"]
+    if tier is not None:
+        proposal.tier = tier.value
+        fields.append("tier")
+    proposal.save(update_fields=fields)
+
+
+def _confidence(value: float | None) -> str:
+    return "none" if value is None else f"{value:.2f}"
