@@ -9,6 +9,13 @@ app_name = "frontend"
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("status/", views.status, name="status"),
+    path("incidents/", views.incident_list, name="incidents"),
+    path("incidents/<int:pk>/", views.incident_detail, name="incident"),
+    path("incidents/<int:pk>/progress.json", views.incident_progress, name="incident-progress"),
+    path("incidents/<int:pk>/explorer/", views.explorer, name="explorer"),
+    path("actions/<int:pk>/", views.action_review, name="action"),
+    path("search/", views.search, name="search"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(next_page="/login/"), name="logout"),
 ]

@@ -1,15 +1,179 @@
-"""Page views; they read through services and render templates."""
+"""Page views: parse the request, call `frontend.presenters` (reads) or `rca.incidents.approvals`
+(decisions), render. Every page needs a signed-in user; every form carries a CSRF token."""
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from datetime import timedelta
 
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods
+
+from frontend import presenters
+from frontend.forms import DecisionForm, IncidentFilterForm, SearchForm
+from rca.core.actions import ActionTier
 from rca.health import run_checks
+from rca.incidents.approvals import ApprovalError, approve, reject
+from rca.incidents.models import ActionProposal, Incident, Investigation
+
+PAGE_SIZE = 25
+# A refused decision answers with the status the API uses for the same refusal.
+REFUSAL_STATUS = {
+    ApprovalError.FORBIDDEN: 403,
+    ApprovalError.ABOVE_ALLOWED_TIER: 403,
+    ApprovalError.ALREADY_DECIDED: 409,
+    ApprovalError.REASON_REQUIRED: 400,
+}
 
 
 @login_required
+@require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    """The first page: what Rootline is watching and the state of its dependencies."""
-    return render(request, "frontend/home.html", {"checks": run_checks()})
+    """The first page is the incident list."""
+    return redirect("frontend:incidents")
+
+
+@login_required
+@require_GET
+def status(request: HttpRequest) -> HttpResponse:
+    """The state of Rootline's dependencies (database, broker, graph, vector store)."""
+    return render(request, "frontend/status.html", {"checks": run_checks()})
+
+
+@login_required
+@require_GET
+def incident_list(request: HttpRequest) -> HttpResponse:
+    """Incidents, newest first, with filters, a title search and pagination."""
+    form = IncidentFilterForm(request.GET)
+    values = form.values()
+    page = Paginator(presenters.incident_list(**values), PAGE_SIZE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(
+        request,
+        "frontend/incident_list.html",
+        {
+            "page": page,
+            "filters": values,
+            "options": presenters.filter_options(),
+            "query": query.urlencode(),
+            "tier_labels": presenters.TIER_LABELS,
+        },
+    )
+
+
+@login_required
+@require_GET
+def incident_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """One incident: its alert, the investigation's progress or conclusion, similar past incidents."""
+    incident = get_object_or_404(Incident, pk=pk)
+    return render(request, "frontend/incident_detail.html", presenters.detail(incident))
+
+
+@login_required
+@require_GET
+def incident_progress(request: HttpRequest, pk: int) -> JsonResponse:
+    """The latest investigation's status and progress, polled by the detail page while it runs."""
+    incident = get_object_or_404(Incident, pk=pk)
+    response = JsonResponse(presenters.progress(incident))
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@login_required
+@require_GET
+def explorer(request: HttpRequest, pk: int) -> HttpResponse:
+    """The explanatory graph and the metrics timeline of the incident's latest finished investigation."""
+    incident = get_object_or_404(Incident, pk=pk)
+    investigation = (
+        incident.investigations.filter(status=Investigation.Status.SUCCEEDED)
+        .order_by("-created_at", "-pk")
+        .first()
+    )
+    context: dict[str, object] = {"incident": incident, "investigation": investigation}
+    if investigation is not None:
+        context.update(presenters.explorer(incident, investigation))
+    return render(request, "frontend/explorer.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def action_review(request: HttpRequest, pk: int) -> HttpResponse:
+    """A proposed action with its evidence, the approve / reject forms and its audit trail."""
+    proposal = get_object_or_404(
+        ActionProposal.objects.select_related("investigation__incident", "decided_by"), pk=pk
+    )
+    if request.method == "POST":
+        return _decide(request, proposal)
+    return render(request, "frontend/action_review.html", presenters.action_review(proposal, request.user))
+
+
+def _decide(request: HttpRequest, proposal: ActionProposal) -> HttpResponse:
+    """Approve or reject through rca.incidents.approvals, which enforces roles, the tier ceiling and
+    once-only on the server (and audits refusals); a refusal re-renders the page with its reason."""
+    form = DecisionForm(request.POST)
+    if not form.is_valid():
+        context = presenters.action_review(proposal, request.user)
+        context.update(
+            {"error": "The decision was not understood.", "reason": request.POST.get("reason", "")}
+        )
+        return render(request, "frontend/action_review.html", context, status=400)
+    decision, reason, tier = (
+        form.cleaned_data["decision"],
+        form.cleaned_data["reason"],
+        form.cleaned_data["tier"],
+    )
+    try:
+        if decision == "approve":
+            approve(proposal, request.user, reason, ActionTier(tier) if tier else None)
+            messages.success(request, f"Approved at tier {proposal.tier}.")
+        else:
+            reject(proposal, request.user, reason)
+            messages.success(request, "Rejected.")
+    except ApprovalError as exc:
+        proposal.refresh_from_db()
+        context = presenters.action_review(proposal, request.user)
+        context.update({"error": exc.message, "error_code": exc.code, "reason": reason, "decision": decision})
+        return render(
+            request, "frontend/action_review.html", context, status=REFUSAL_STATUS.get(exc.code, 400)
+        )
+    return redirect(reverse("frontend:action", args=[proposal.pk]))
+
+
+@login_required
+@require_GET
+def search(request: HttpRequest) -> HttpResponse:
+    """Past-incident search: text (by meaning, through incident memory) and filters."""
+    form = SearchForm(request.GET or None)
+    results: list[presenters.PastIncident] = []
+    note = ""
+    query = presenters.SearchQuery()
+    if form.is_bound and form.is_valid():
+        data = form.cleaned_data
+        until = SearchForm.day_start(data["until"])
+        query = presenters.SearchQuery(
+            q=data["q"],
+            service=data["service"],
+            fault_kind=data["fault_kind"],
+            tier=data["tier"],
+            since=SearchForm.day_start(data["since"]),
+            until=until + timedelta(days=1) if until else None,  # the end date is inclusive on the page
+        )
+        if not query.empty:
+            results, note = presenters.search(query)
+    return render(
+        request,
+        "frontend/search.html",
+        {
+            "form": form,
+            "query": query,
+            "results": results,
+            "note": note,
+            "options": presenters.search_options(),
+            "tier_labels": presenters.TIER_LABELS,
+        },
+    )

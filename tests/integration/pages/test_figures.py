@@ -1,0 +1,99 @@
+"""The Plotly figure builders, without a browser: layout, path highlighting, hover text, timeline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from frontend import figures
+from rca.telemetry.model import MetricSeries
+
+EDGES = [("front-end", "carts"), ("front-end", "orders"), ("orders", "payment"), ("carts", "carts-db")]
+
+
+def test_callers_sit_above_their_callees_and_the_layout_is_stable() -> None:
+    nodes = ["front-end", "carts", "orders", "payment", "carts-db", "lonely"]
+    positions = figures.layered_positions(nodes, EDGES)
+    assert set(positions) == set(nodes)
+    for caller, callee in EDGES:
+        assert positions[caller][1] > positions[callee][1]
+    assert figures.layered_positions(list(reversed(nodes)), list(reversed(EDGES))) == positions
+
+
+def test_cycles_share_a_layer() -> None:
+    positions = figures.layered_positions(["a", "b", "c"], [("a", "b"), ("b", "a"), ("b", "c")])
+    assert positions["a"][1] == positions["b"][1] > positions["c"][1]
+
+
+def _figure(edge: bool = True) -> dict[str, Any]:
+    hop = figures.Hop("carts", "front-end", edge, ("metrics: carts cpu 1.2 -> 100 <b>", "topology: ok"))
+    fig = figures.graph_figure(
+        entities=["front-end", "carts", "orders", "payment", "carts-db"],
+        edges=EDGES,
+        beliefs={"carts": "origin", "front-end": "symptom", "orders": "healthy"},
+        path=[hop],
+        symptom="front-end",
+        root_cause="carts",
+        candidates=[{"entity": "carts", "fault_kind": "cpu", "score": 7.3}],
+    )
+    return figures.to_json(fig)
+
+
+def test_the_path_is_highlighted_and_each_hop_carries_its_evidence() -> None:
+    fig = _figure()
+    by_name = {t["name"]: t for t in fig["data"]}
+    path = by_name["propagation path"]
+    assert path["line"]["color"] == figures.PATH_COLOUR
+    assert path["line"]["width"] > 2
+    assert path["line"]["dash"] == "solid"
+    hover = by_name["hop evidence (hover)"]["hovertext"][0]
+    assert "carts → front-end" in hover
+    assert "carts cpu 1.2 -&gt; 100 &lt;b&gt;" in hover  # escaped: plotly renders a subset of HTML
+    assert "<b>" not in hover  # bold tags become style attributes, which the CSP refuses
+    assert by_name["origin (root cause)"]["marker"]["color"] == figures.BELIEF_COLOURS["origin"]
+    assert by_name["healthy"]["text"] == ["orders"]
+    assert by_name["deferred (undecided)"]["text"] == ["carts-db", "payment"]
+    assert fig["layout"]["dragmode"] == "pan"
+
+
+def test_a_hop_without_a_call_edge_is_dashed() -> None:
+    by_name = {t["name"]: t for t in _figure(edge=False)["data"]}
+    assert by_name["path hop without a call edge"]["line"]["dash"] == "dash"
+
+
+def test_the_timeline_marks_the_onset_and_measures_against_the_baseline() -> None:
+    t = np.arange(1000.0, 1600.0, 10.0)
+    cpu = np.where(t < 1300, 1.0, 100.0)
+    series = {
+        "carts": [MetricSeries("carts", "cpu", "%", t, cpu)],
+        "front-end": [MetricSeries("front-end", "latency_p99", "s", t, np.full(t.shape, 0.2))],
+    }
+    baselines: dict[tuple[str, str, str | None], figures.Baseline] = {
+        ("carts", "cpu", None): figures.Baseline(1.0, 0.5)
+    }
+    fig = figures.to_json(figures.timeline_figure(series, 1300.0, baselines=baselines, detected_onset=1310.0))
+    assert len(fig["data"]) == 2
+    shapes = fig["layout"]["shapes"]
+    onset_lines = [s for s in shapes if s.get("type") == "line"]
+    assert len(onset_lines) == 4  # alert onset and detected onset, one per row
+    texts = {a["text"] for a in fig["layout"]["annotations"]}
+    assert {"alert onset", "detected onset"} <= texts
+    assert fig["layout"]["xaxis"]["type"] == "date"
+    assert fig["layout"]["yaxis"]["title"]["text"] == "carts"
+
+
+def test_symlog_is_monotone_and_signed() -> None:
+    values = [-1000.0, -3.0, 0.0, 3.0, 1000.0]
+    out = [figures.symlog(v) for v in values]
+    assert out == sorted(out)
+    assert figures.symlog(0.0) == 0.0
+    assert figures.symlog(-3.0) == -figures.symlog(3.0)
+
+
+def test_baseline_of_a_constant_or_empty_series() -> None:
+    assert figures.Baseline.of(np.array([])) is None
+    flat = figures.Baseline.of(np.array([5.0, 5.0, 5.0]))
+    assert flat is not None
+    assert flat.centre == 5.0
+    assert flat.scale > 0
