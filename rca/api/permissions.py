@@ -28,12 +28,6 @@ class IsViewer(_HasRole):
     role = Role.VIEWER
 
 
-class IsResponder(_HasRole):
-    """Re-run and reject: responder, approver or superuser."""
-
-    role = Role.RESPONDER
-
-
 class IsIntakeSender(BasePermission):
     """The request carried a valid intake token for the view's source (see IntakeTokenAuthentication)."""
 

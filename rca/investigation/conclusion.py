@@ -21,7 +21,7 @@ from rca.tools.base import ToolContext
 from rca.tools.changes import changed_by_onset
 from rca.tools.changes import entity_scores as changes_scores
 from rca.tools.metrics import changed_downstream
-from rca.tools.topology import as_digraph, call_path
+from rca.tools.topology import call_path
 
 # Ranking order of beliefs after the loop: what the evidence showed outranks what was not examined.
 _BELIEF_ORDER = {Belief.ORIGIN: 0, Belief.DEFERRED: 1, Belief.SYMPTOM: 2, Belief.HEALTHY: 3}
@@ -94,7 +94,7 @@ def _explained_by_changes(ctx: ToolContext, suspects: Sequence[Suspect]) -> dict
 def explanatory_frontier(ctx: ToolContext, tree: HypothesisTree) -> tuple[str, ...]:
     """Validated origins that no other validated origin downstream of them explains."""
     origins = sorted({h.entity for h in tree.validated})
-    g = as_digraph(ctx.graph)
+    g = ctx.digraph
     return tuple(
         o
         for o in origins

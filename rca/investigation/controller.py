@@ -22,7 +22,7 @@ from rca.investigation.policy import LoopView, Policy
 from rca.investigation.result import Belief, Step
 from rca.investigation.seed import Suspect, hypothesis_for
 from rca.tools.base import Capture, EvidenceCapturingTool, Tool, ToolContext
-from rca.tools.metrics import KNEE
+from rca.tools.stats import KNEE
 
 Progress = Callable[[int, str, int], None]  # turn, last tool, hypotheses so far
 

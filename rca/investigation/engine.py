@@ -11,11 +11,12 @@ from rca.core.modes import Mode
 from rca.investigation.conclusion import conclude
 from rca.investigation.controller import Controller, LoopSettings, Progress
 from rca.investigation.policy import OfflinePolicy, Policy
-from rca.investigation.registry import ALL_TOOLS, citations, modalities_for, tools_for
+from rca.investigation.registry import ALL_TOOLS, modalities_for, tools_for
 from rca.investigation.result import InvestigationResult
 from rca.investigation.seed import seed
 from rca.telemetry.model import Alert, TelemetrySource, TimeWindow
 from rca.tools.base import ToolContext
+from rca.tools.changes import citations
 
 MINUTE = 60.0
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from rca.core.grounding import Citation
 from rca.investigation.seed import METRICS_MODALITY, Modality
 from rca.telemetry.model import Modality as DataModality
 from rca.tools import changes, logs, traces
-from rca.tools.base import Tool, ToolContext
+from rca.tools.base import Tool
 from rca.tools.changes import ChangesTool
 from rca.tools.logs import LogsTool
 from rca.tools.metrics import MetricsTool
@@ -48,8 +47,3 @@ def modalities_for(enabled: Iterable[str], available: frozenset[DataModality]) -
     """The seeding modalities of the enabled, usable tools."""
     wanted = set(enabled)
     return tuple(m for name, m in _SEEDING.items() if name in wanted and _usable(name, available))
-
-
-def citations(ctx: ToolContext) -> list[Citation]:
-    """Every change in the citation window that names a reference, as a citation candidate."""
-    return changes.citations(ctx)

@@ -20,8 +20,7 @@ from rca.core.hypotheses import Hypothesis
 from rca.tools import metrics
 from rca.tools.base import ToolContext
 from rca.tools.faults import EXPLAINS, KIND_OF_FAMILY, FaultKind, symptom_family
-from rca.tools.metrics import KNEE
-from rca.tools.topology import as_digraph
+from rca.tools.stats import KNEE
 
 PAGERANK_ALPHA = 0.85
 BACKFLOW = 0.1  # walkers may step back to a caller, so blame does not pool in healthy leaves
@@ -96,7 +95,7 @@ METRICS_MODALITY = Modality("metrics", metric_scores, metric_kind)
 
 def blame(ctx: ToolContext, anomaly: Mapping[str, float]) -> dict[str, float]:
     """Personalized PageRank from the symptom and the anomalous entities, callers -> callees."""
-    g = as_digraph(ctx.graph)
+    g = ctx.digraph
     walk = nx.DiGraph()
     walk.add_nodes_from(g.nodes)
     for caller, callee in g.edges:

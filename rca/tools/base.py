@@ -13,7 +13,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
+
+import networkx as nx
 
 from rca.core.evidence import Evidence, EvidenceSink, SignalValue, Source, Verdict
 from rca.core.hypotheses import Hypothesis
@@ -36,6 +39,13 @@ class ToolContext:
     baseline: TimeWindow  # normal behaviour to compare with
     graph: DependencyGraph
     cache: dict[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def digraph(self) -> nx.DiGraph:
+        """The dependency graph as networkx, built once per investigation (read-only by convention)."""
+        from rca.tools.topology import as_digraph  # imported here: topology imports this module
+
+        return as_digraph(self.graph)
 
     @property
     def onset(self) -> float:

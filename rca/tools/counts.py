@@ -35,9 +35,6 @@ MIN_REFERENCE_SECONDS = 20.0
 ONSET_LAG = 120.0
 # How far before the incident window to look for an earlier recording when the baseline is empty.
 LOOKBACK = 12 * 3600.0
-# The classifier supports from 0.8: the most a score may be when the evidence is contested or rests
-# on a comparison with other entities instead of the entity's own past.
-CONTESTED = 0.79
 
 
 class Mode(StrEnum):
@@ -177,10 +174,3 @@ def lead(scores: Mapping[str, float], entity: str) -> float:
     rival = max((v for e, v in scores.items() if e != entity), default=0.0)
     return scores.get(entity, 0.0) / rival if rival > 0 else math.inf
 
-
-def supported(score: float, own_reference: bool, lead: float, dominance: float) -> float:
-    """Keep a score in the inconclusive band unless it rests on the entity's own past and leads
-    every other entity by `dominance` (two entities alike: the records cannot say which)."""
-    if not own_reference or lead < dominance:
-        return min(score, CONTESTED)
-    return score

@@ -47,15 +47,12 @@ from rca.tools.counts import (
     lead,
     proportion_z,
     robust_peer_z,
-    supported,
 )
 from rca.tools.faults import FaultKind
-from rca.tools.stats import squash
-from rca.tools.topology import as_digraph
+from rca.tools.stats import KNEE, squash, supported
 
 CACHE_KEY = "logs.analysis"
 MAX_LINES = 200_000  # per entity and query: far above a few minutes of any service's logs
-KNEE = 3.0  # z-like scores up to this are noise
 # A template counts in the shift only when it is expected (or seen) at least this often.
 MIN_TEMPLATE_COUNT = 4.0
 NEW_ERROR_WEIGHT = 1.5  # a new error-level template says more than a new INFO one
@@ -66,8 +63,6 @@ MIN_PAIR_UNITS = 3
 MIN_BROKEN_UNITS = 3
 # An entity compares with its own past only with at least this many reference lines.
 MIN_OWN_REFERENCE = 10
-# Support needs the entity's own score to lead every other entity's by this factor.
-DOMINANCE = 1.5
 BODY_CHARS = 200  # templates are mined on the head of a line: long payload tails are parameters
 TEMPLATE_SHOWN = 70  # characters of a template quoted in a summary
 
@@ -468,7 +463,7 @@ def _own_pairs(
     if not units:
         return
     marks = _marked_traces(units, observed)
-    g = as_digraph(ctx.graph)
+    g = ctx.digraph
     for entity, u in units.items():
         below = nx.descendants(g, entity) if entity in g else set()
         blamed = set().union(*(marks.get(d, set()) for d in below)) if below else set()
@@ -502,7 +497,7 @@ def score(analysis: LogAnalysis, entity: str) -> float:
     prof = analysis.profiles.get(entity)
     if prof is None:
         return 0.0
-    return supported(squash(prof.own), prof.own_reference, analysis.lead(entity), DOMINANCE)
+    return supported(squash(prof.own), prof.own_reference, analysis.lead(entity))
 
 
 class LogsTool:

@@ -21,8 +21,9 @@ from rca.tools.base import ToolContext, ToolResult
 from rca.tools.changes import MOVED_Z, changed_by_onset, made_worse, never_served
 from rca.tools.changes import entity_scores as change_scores
 from rca.tools.faults import EXPLAINS, FAMILIES_OF_KIND, FaultKind, named_symptom
-from rca.tools.stats import WINDOW_QUANTILE as WINDOW_Q
 from rca.tools.stats import (
+    KNEE,
+    UNREMARKABLE,
     Deviation,
     Direction,
     Family,
@@ -33,11 +34,12 @@ from rca.tools.stats import (
     peak_z,
     same_stream,
     squash,
+    supported,
 )
-from rca.tools.topology import as_digraph, is_view
+from rca.tools.stats import WINDOW_QUANTILE as WINDOW_Q
+from rca.tools.topology import is_view
 
 PROPAGATING = frozenset({Family.LATENCY, Family.ERRORS})
-KNEE = 3.0  # robust z-scores up to this are noise
 # A success or error rate over fewer requests than this per sample is noise (its binomial standard
 # error is too wide to count as evidence), so it is dropped when the entity reports its volume.
 MIN_REQUESTS_FOR_RATES = 5.0
@@ -299,9 +301,6 @@ def onset_of(ctx: ToolContext, finding: FamilyFinding, entity: str) -> float | N
 
 # The share of entities whose own deviation is taken as the incident's noise floor for a family.
 PEER_QUANTILE = 0.5
-# Support needs the suspect's own deviation to lead every other entity's by this factor: when two
-# services deviate alike and neither explains the other, the metrics cannot say which is the origin.
-DOMINANCE = 1.5
 
 
 def peer_noise(ctx: ToolContext, family: Family) -> float:
@@ -342,9 +341,6 @@ def own_z(ctx: ToolContext, entity: str, family: Family) -> tuple[float, float, 
     return max(0.0, raw - inherited), raw, (culprit if inherited > 0 else None)
 
 
-# The classifier supports from 0.8 and refutes up to 0.2; these keep a score between the two.
-CONTESTED = 0.79
-UNREMARKABLE = 0.21
 
 
 def _score(own: float, noise: float, lead: float, decisive: bool, burst: bool = False) -> float:
@@ -358,7 +354,7 @@ def _score(own: float, noise: float, lead: float, decisive: bool, burst: bool = 
     score = squash(own / noise)
     if own >= KNEE or burst:
         score = max(score, UNREMARKABLE)
-    return min(score, CONTESTED) if lead < DOMINANCE or not decisive else score
+    return supported(score, decisive, lead)
 
 
 def error_burst(ctx: ToolContext, entity: str) -> float:
@@ -377,7 +373,7 @@ def changed_downstream(ctx: ToolContext, entity: str) -> list[str]:
     changed = changed_by_onset(ctx)
     if not changed or made_worse(ctx, entity):
         return []
-    g = as_digraph(ctx.graph)
+    g = ctx.digraph
     if entity not in g:
         return []
     return sorted(changed & nx.descendants(g, entity))
@@ -394,7 +390,7 @@ def worse_change_elsewhere(ctx: ToolContext, entity: str) -> list[str]:
     scores = change_scores(ctx)
     if not scores or made_worse(ctx, entity):
         return []
-    g = as_digraph(ctx.graph)
+    g = ctx.digraph
     if entity not in g:
         return []
     mine = scores.get(entity, 0.0)
@@ -485,9 +481,3 @@ class MetricsTool:
             signals={"anomaly_score": round(_score(own, noise, lead, not caveats, burst or unseen), 4)},
             measurements=measurements,
         )
-
-
-def top_families(prof: MetricProfile, minimum_z: float = 3.0) -> list[Family]:
-    """Families that moved, strongest first."""
-    moved = [(prof.z(f), f) for f in prof.findings if prof.z(f) >= minimum_z]
-    return [f for _, f in sorted(moved, key=lambda item: (-item[0], item[1].value))]

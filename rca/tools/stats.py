@@ -16,6 +16,7 @@ from enum import StrEnum
 import numpy as np
 import ruptures
 
+from rca.core.verdict import DEFAULT_THRESHOLDS
 from rca.telemetry.model import FloatArray, MetricSeries
 
 MAD_TO_SIGMA = 1.4826
@@ -29,7 +30,8 @@ WINDOW_QUANTILE = 0.8
 # A level the series already reached in its baseline (this quantile of it) is within normal
 # behaviour, however small the baseline's MAD: spiky series such as p99 latencies reach it often.
 BASELINE_CEILING = 0.95
-NOT_ANOMALOUS_Z = 3.0
+# Robust z-scores (and z-like scores) up to this are noise, in every tool and in seeding.
+KNEE = 3.0
 
 
 class Family(StrEnum):
@@ -126,7 +128,7 @@ def deviation(
         z = abs(observed - med) / spread
         seen_before = floor <= observed <= ceiling
     if seen_before:
-        z = min(z, NOT_ANOMALOUS_Z)
+        z = min(z, KNEE)
     relative = (observed - med) / abs(med) if med != 0 else (math.inf if observed != med else 0.0)
     return Deviation(z=z, baseline=med, observed=observed, relative=relative, spread=spread)
 
@@ -157,7 +159,7 @@ def floor_for(family: Family) -> float:
     return RATE_RELATIVE_FLOOR if family is Family.ERRORS else RELATIVE_FLOOR
 
 
-def squash(z: float, knee: float = 3.0, scale: float = 3.0) -> float:
+def squash(z: float, knee: float = KNEE, scale: float = 3.0) -> float:
     """Map a z-score to [0, 1): 0 up to `knee`, about 0.63 at knee + scale, 0.86 at knee + 2 scale."""
     if not math.isfinite(z):
         return 1.0 if z > 0 else 0.0
@@ -185,3 +187,20 @@ def same_stream(a: MetricSeries, b: MetricSeries, min_points: int = 2) -> bool:
     va, vb = a.values[ia], b.values[ib]
     ok = np.isfinite(va) & np.isfinite(vb)
     return int(ok.sum()) >= min_points and bool(np.allclose(va[ok], vb[ok]))
+
+
+# The band a tool keeps a score in when its evidence cannot decide: just under the classifier's
+# support line and just over its refutation line (rca.core.verdict.Thresholds).
+CONTESTED = round(DEFAULT_THRESHOLDS.anomaly_supports - 0.01, 2)
+UNREMARKABLE = round(DEFAULT_THRESHOLDS.anomaly_refutes + 0.01, 2)
+# Support needs the suspect's own signal to lead every other entity's by this factor: when two
+# entities deviate alike and neither explains the other, the telemetry cannot say which is the origin.
+DOMINANCE = 1.5
+
+
+def supported(score: float, decisive: bool, lead: float, dominance: float = DOMINANCE) -> float:
+    """Keep a score below support unless the evidence is decisive (it rests on the entity's own
+    reference) and the entity leads every other one by `dominance`."""
+    if not decisive or lead < dominance:
+        return min(score, CONTESTED)
+    return score

@@ -30,9 +30,9 @@ from rca.core.evidence import Source
 from rca.core.hypotheses import Hypothesis
 from rca.telemetry.model import SpanStatus, TimeWindow
 from rca.tools.base import ToolContext, ToolResult
-from rca.tools.counts import Comparison, Mode, fetch_compared, lead, robust_peer_z, supported
+from rca.tools.counts import Comparison, Mode, fetch_compared, lead, robust_peer_z
 from rca.tools.faults import FaultKind
-from rca.tools.stats import squash
+from rca.tools.stats import squash, supported
 
 CACHE_KEY = "traces.analysis"
 MAX_SPANS = 1_000_000
@@ -46,8 +46,6 @@ CALLS_FLOOR = 0.2
 # Calls received move with the load generator's mix; only a collapse (under ~1/3 of the expected
 # rate) counts as a sign that callers gave up on a service.
 CALLS_COLLAPSE = -1.0
-# Support needs the service's own score to lead every other service's by this factor.
-DOMINANCE = 1.5
 
 
 @dataclass
@@ -100,7 +98,7 @@ class TraceAnalysis:
             return 0.0
         own_past = self.comparison.mode is not Mode.PEERS and p.spans_reference >= MIN_SPANS
         ahead = lead({e: q.own for e, q in self.profiles.items()}, entity)
-        return supported(squash(p.own), own_past, ahead, DOMINANCE)
+        return supported(squash(p.own), own_past, ahead)
 
 
 def _is_error(status: str, attributes: object) -> bool:

@@ -192,21 +192,6 @@ def severity_from_text(text: str | None) -> Severity | None:
     return _SEVERITY_WORDS.get(text.strip().lower())
 
 
-def severity_from_number(number: int) -> Severity:
-    """OpenTelemetry severity_number (1-24) to its range name."""
-    if number <= 4:
-        return Severity.TRACE
-    if number <= 8:
-        return Severity.DEBUG
-    if number <= 12:
-        return Severity.INFO
-    if number <= 16:
-        return Severity.WARN
-    if number <= 20:
-        return Severity.ERROR
-    return Severity.FATAL
-
-
 def severity_of(labels: Mapping[str, str], line: str, keys: Iterable[str]) -> Severity:
     """Severity from the first label in `keys` that names a level, else from the line, else INFO."""
     for key in keys:

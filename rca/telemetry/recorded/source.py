@@ -9,7 +9,7 @@ cases that share a recording day share its parsed files.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -312,22 +312,6 @@ class RecordedSource:
             return []
         sel = frame[(frame["start"] >= w.start) & (frame["start"] < w.end)]
         return sorted(sel["entity"].dropna().unique().tolist())
-
-    def original_metric_name(self, entity: str, name: str) -> str | None:
-        """The dataset's own name of a normalised metric (first match), for traceability."""
-        for rec in self.recordings:
-            for spec in rec.specs(entity):
-                if spec.name == name:
-                    return spec.original
-        return None
-
-
-def series_by_name(series: Sequence[MetricSeries]) -> Mapping[str, list[MetricSeries]]:
-    """Group series by metric name (several instances may share one)."""
-    out: dict[str, list[MetricSeries]] = {}
-    for s in series:
-        out.setdefault(s.name, []).append(s)
-    return out
 
 
 def parse_go_times(values: pd.Series) -> npt.NDArray[np.float64]:
