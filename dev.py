@@ -241,23 +241,22 @@ def cmd_run(args: argparse.Namespace) -> int:
             sh(*manage, "import_examples", "--data", data, env=env)
         else:
             say("no public datasets found: starting empty (see README: 'Public datasets')")
-        say("starting the Celery worker and the web server")
+        say("starting the Celery workers and the web server")
+        celery = [str(PY), "-m", "celery", "-A", "celery_app", "worker", "--loglevel=INFO"]
+        # Qdrant's local mode lets one process open var/qdrant: the memory worker. The web server and
+        # the investigation worker ask it (ROOTLINE_MEMORY_VIA_WORKER); with QDRANT_URL all go direct.
+        if not env.get("QDRANT_URL"):
+            env["ROOTLINE_MEMORY_VIA_WORKER"] = "true"
         procs.append(
             subprocess.Popen(  # noqa: S603
-                [
-                    str(PY),
-                    "-m",
-                    "celery",
-                    "-A",
-                    "celery_app",
-                    "worker",
-                    "--loglevel=INFO",
-                    "--concurrency=2",
-                    "-n",
-                    "rootline@%h",
-                ],
+                [*celery, "--queues=celery", "--concurrency=2", "-n", "rootline@%h"], cwd=ROOT, env=env
+            )
+        )
+        procs.append(
+            subprocess.Popen(  # noqa: S603
+                [*celery, "--queues=memory", "--pool=solo", "-n", "rootline-memory@%h"],
                 cwd=ROOT,
-                env=env,
+                env={**env, "ROOTLINE_MEMORY_VIA_WORKER": "false"},
             )
         )
         web = subprocess.Popen(  # noqa: S603

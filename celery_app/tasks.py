@@ -7,15 +7,19 @@ call are idempotent, so a redelivery stores one result.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.db import InterfaceError, OperationalError
 
 from celery_app.app import app
+from graphstore.errors import GraphUnavailable
+from rca.memory.errors import MemoryUnavailable
 
 log = logging.getLogger(__name__)
 
 RELIABLE: dict[str, Any] = {"acks_late": True, "reject_on_worker_lost": True}
+DATABASE_ERRORS = (OperationalError, InterfaceError)
 
 
 @app.task(name="rootline.ping")
@@ -26,20 +30,96 @@ def ping(payload: str = "pong") -> dict[str, str]:
 
 @app.task(
     name="rootline.investigate",
-    autoretry_for=(OperationalError, InterfaceError),  # the database restarting under us
+    autoretry_for=DATABASE_ERRORS,  # the database restarting under us
     retry_backoff=True,
     retry_backoff_max=60,
     max_retries=8,
     **RELIABLE,
 )
 def investigate(investigation_id: int) -> dict[str, Any]:
-    """Run one investigation, then project it into the graph and index the incident in memory."""
+    """Run one investigation (seeded by recall of similar past incidents), then queue its projection
+    into the graph and the incident's indexing in memory."""
     from rca.incidents.investigations import run_investigation
     from rca.incidents.models import Investigation
+    from rca.memory.index import recall_for
 
     try:
-        investigation = run_investigation(investigation_id)
+        incident = Investigation.objects.select_related("incident").get(pk=investigation_id).incident
+        priors, note = recall_for(incident)
+        investigation = run_investigation(investigation_id, priors=priors, recall_note=note)
     except Investigation.DoesNotExist:
         log.warning("investigation %s no longer exists; nothing to do", investigation_id)
         return {"investigation": investigation_id, "status": "missing"}
+    # Queued even when a redelivery found the result already stored: a worker that died between
+    # storing and queueing must not leave the graph and memory behind. Both steps are idempotent.
+    project_graph.delay(investigation.pk)
+    index_memory.delay(investigation.incident_id)
     return {"investigation": investigation.pk, "status": investigation.status, "exit": investigation.exit}
+
+
+@app.task(
+    name="rootline.project_graph",
+    autoretry_for=(GraphUnavailable, *DATABASE_ERRORS),
+    retry_backoff=5,
+    retry_backoff_max=300,
+    max_retries=30,  # about two hours of a graph server being down; `sync_graph` restores the rest
+    **RELIABLE,
+)
+def project_graph(investigation_id: int) -> dict[str, Any]:
+    """Project the investigation's incident into the graph (its latest finished investigation)."""
+    from graphstore.sync import project_investigation
+    from rca.incidents.models import Investigation
+
+    investigation = Investigation.objects.filter(pk=investigation_id).first()
+    if investigation is None:
+        return {"investigation": investigation_id, "status": "missing"}
+    report = project_investigation(investigation)
+    return {"investigation": investigation_id, "incident": report.incident, "statements": report.statements}
+
+
+@app.task(
+    name="rootline.index_memory",
+    autoretry_for=(MemoryUnavailable, *DATABASE_ERRORS),
+    retry_backoff=5,
+    retry_backoff_max=300,
+    max_retries=30,
+    **RELIABLE,
+)
+def index_memory(incident_id: int) -> dict[str, Any]:
+    """Store the incident in memory as its latest investigation concluded it (the memory queue)."""
+    from rca.memory.index import index_incident
+
+    return {"incident": incident_id, "point": index_incident(incident_id)}
+
+
+def _answer(work: Callable[[], Any]) -> dict[str, Any]:
+    """The memory tasks' reply: the result, or why the store could not give one."""
+    try:
+        return {"result": work()}
+    except MemoryUnavailable as exc:
+        return {"unavailable": str(exc)}
+
+
+@app.task(name="rootline.memory_search")
+def memory_search(text: str, filters: dict[str, Any] | None, limit: int) -> dict[str, Any]:
+    """Search the store this worker owns, for a process that can't open it (rca.memory.remote)."""
+    from rca.memory.index import SearchFilters, memory
+
+    query = SearchFilters.from_dict(filters) if filters else None
+    return _answer(lambda: [hit.to_dict() for hit in memory().search(text, query, limit)])
+
+
+@app.task(name="rootline.memory_recall")
+def memory_recall(text: str, symptom: str | None, limit: int, exclude_incident: int | None) -> dict[str, Any]:
+    """Recall priors from the store this worker owns (rca.memory.remote)."""
+    from rca.memory.index import memory
+
+    return _answer(lambda: memory().recall(text, symptom, limit, exclude_incident=exclude_incident))
+
+
+@app.task(name="rootline.memory_status")
+def memory_status() -> dict[str, Any]:
+    """The store's one-line status, for the health check of a process that can't open it."""
+    from rca.memory.index import memory
+
+    return _answer(lambda: memory().status())

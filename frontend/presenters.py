@@ -513,7 +513,7 @@ def path_entities(investigation: Investigation, incident: Incident) -> list[str]
 def explorer(incident: Incident, investigation: Investigation) -> dict[str, Any]:
     """The explorer's two figures (as JSON) and notes on whatever could not be drawn."""
     from rca.incidents.investigations import telemetry_for
-    from rca.telemetry.model import TimeWindow
+    from rca.telemetry.model import DependencyGraph, TimeWindow
 
     notes: list[str] = []
     hops = [figures.Hop.from_stored(h) for h in investigation.propagation_path or []]
@@ -522,7 +522,10 @@ def explorer(incident: Incident, investigation: Investigation) -> dict[str, Any]
     source = None
     try:
         source, _alert = telemetry_for(incident)
-        topology = source.topology()
+        # The graph the engine saw (stored with the investigation), else what the source says now.
+        topology = (
+            DependencyGraph.from_dict(investigation.topology) if investigation.topology else source.topology()
+        )
         entities += topology.names()
         edges = [(e.caller, e.callee) for e in topology.edges]
     except Exception as exc:  # a live backend down, a recorded bundle moved: draw what the rows hold

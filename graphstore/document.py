@@ -21,10 +21,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from rca.core.gate import GateExit
+from rca.telemetry.model import DependencyGraph
 
 if TYPE_CHECKING:  # Django models only for type checking: building a document by hand needs no Django.
     from rca.incidents.models import Incident, Investigation
-    from rca.telemetry.model import DependencyGraph
 
 
 def incident_key(incident_id: int) -> str:
@@ -241,12 +241,14 @@ def document_for(investigation: Investigation, topology: DependencyGraph | None 
     """The graph document of a finished investigation, from its rows and JSON fields.
 
     `topology` (the incident's dependency graph) gives the CALLS edges with their weights and the
-    services' kinds. The relational rows do not keep the topology, so without it (a rebuild by
-    `sync_graph`) the CALLS edges are the ones the propagation path itself walked (`edge` true), with
-    no weight, which leaves any weight already in the graph untouched.
+    services' kinds; by default, the one stored with the investigation. Without either (a row written
+    before topologies were stored) the CALLS edges are the ones the propagation path itself walked
+    (`edge` true), with no weight, which leaves any weight already in the graph untouched.
     """
     from rca.incidents.models import Evidence  # deferred: see TYPE_CHECKING above
 
+    if topology is None and investigation.topology:
+        topology = DependencyGraph.from_dict(investigation.topology)
     incident = investigation.incident
     resolve = _resolver(incident, topology)
     hypotheses = tuple(

@@ -6,11 +6,13 @@ the driver and database and one place that translates the driver's connection er
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
 from neo4j import Driver, ManagedTransaction
-from neo4j.exceptions import ServiceUnavailable, SessionExpired
+from neo4j.exceptions import ConstraintError, ServiceUnavailable, SessionExpired
 
 from graphstore.errors import GraphUnavailable
 
@@ -30,14 +32,27 @@ def target(driver: Driver | None = None, database: str | None = None) -> tuple[D
     return driver, database
 
 
+# Two projections MERGE-ing the same shared node (a Service both incidents involve) at once: the loser
+# hits the uniqueness constraint. Its retry finds the node and matches it, so a few attempts settle it;
+# a constraint that keeps failing is a real error and surfaces.
+MERGE_RACE_ATTEMPTS = 4
+
+
 def _run(work: Work[T], driver: Driver | None, database: str | None, *, write: bool) -> T:
     drv, db = target(driver, database)
-    try:
-        with drv.session(database=db) as session:
-            return session.execute_write(work) if write else session.execute_read(work)
-    except (ServiceUnavailable, SessionExpired) as exc:
-        # The driver has already retried for max_transaction_retry_time; give up with one clear type.
-        raise GraphUnavailable(f"graph server unavailable: {exc}") from exc
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            with drv.session(database=db) as session:
+                return session.execute_write(work) if write else session.execute_read(work)
+        except ConstraintError:
+            if not write or attempt >= MERGE_RACE_ATTEMPTS:
+                raise
+            time.sleep(random.uniform(0.05, 0.2) * attempt)  # noqa: S311 (jitter, not crypto)
+        except (ServiceUnavailable, SessionExpired) as exc:
+            # The driver has already retried for max_transaction_retry_time; give up with one clear type.
+            raise GraphUnavailable(f"graph server unavailable: {exc}") from exc
 
 
 def write(work: Work[T], driver: Driver | None = None, database: str | None = None) -> T:

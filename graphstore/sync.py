@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import OuterRef, QuerySet, Subquery
+from django.utils import timezone
 from neo4j import Driver
 
 from graphstore.document import document_for
@@ -44,7 +45,9 @@ def project_investigation(
     if latest is None:
         raise ValueError(f"incident {investigation.incident_id} has no finished investigation to project")
     ensure_schema(driver, database)
-    return project(document_for(latest, topology), driver, database)
+    report = project(document_for(latest, topology), driver, database)
+    Investigation.objects.filter(pk=latest.pk).update(projected_at=timezone.now())
+    return report
 
 
 @dataclass
@@ -77,6 +80,7 @@ def rebuild(
     for investigation in latest_finished(since).iterator(chunk_size=100):
         document = document_for(investigation)
         result = project(document, driver, database)
+        Investigation.objects.filter(pk=investigation.pk).update(projected_at=timezone.now())
         projected.append(document.incident.id)
         report.incidents += 1
         report.hypotheses += len(document.hypotheses)

@@ -45,6 +45,8 @@ class Config:
     embedded_graph_http_port: int
     qdrant_url: str | None
     qdrant_path: Path
+    memory_via_worker: bool
+    memory_timeout_s: int
     anthropic_api_key: str | None
     data_dir: Path | None
     celery_eager: bool
@@ -215,6 +217,8 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         embedded_graph_http_port=_port(env, "ROOTLINE_GRAPH_HTTP_PORT", 2488),
         qdrant_url=qdrant_url,
         qdrant_path=qdrant_path,
+        memory_via_worker=_bool(env, "ROOTLINE_MEMORY_VIA_WORKER", False),
+        memory_timeout_s=_positive_int(env, "ROOTLINE_MEMORY_TIMEOUT_S", 5),
         anthropic_api_key=_str(env, "ANTHROPIC_API_KEY"),
         data_dir=data_dir,
         celery_eager=_bool(env, "ROOTLINE_CELERY_EAGER", False),

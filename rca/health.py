@@ -47,11 +47,9 @@ def _graph() -> str:
 
 
 def _vectors() -> str:
-    from rca.memory.store import get_client
+    from rca.memory.index import status
 
-    collections = get_client().get_collections().collections
-    mode = "server" if settings.ROOTLINE_QDRANT_URL else "local"
-    return f"qdrant {mode} ok ({len(collections)} collections)"
+    return status()
 
 
 CHECKS: dict[str, Callable[[], str]] = {

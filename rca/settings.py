@@ -172,10 +172,15 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # must exceed the longest task: an investigation is bounded at a few minutes.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CONFIG.task_visibility_s}
 CELERY_RESULT_EXPIRES = 24 * 3600
+# Incident memory's tasks run where the vector store is: in Qdrant's local mode that is one worker
+# consuming this queue, the only process that may open the store's folder (see rca.memory.remote).
+CELERY_TASK_ROUTES = {"rootline.memory_*": {"queue": "memory"}, "rootline.index_memory": {"queue": "memory"}}
 
 ROOTLINE_GRAPH = CONFIG.graph
 ROOTLINE_QDRANT_URL = CONFIG.qdrant_url
 ROOTLINE_QDRANT_PATH = CONFIG.qdrant_path
+ROOTLINE_MEMORY_VIA_WORKER = CONFIG.memory_via_worker
+ROOTLINE_MEMORY_TIMEOUT_S = CONFIG.memory_timeout_s
 ROOTLINE_DATA_DIR = CONFIG.data_dir
 ROOTLINE_VAR_DIR = CONFIG.var_dir
 ANTHROPIC_API_KEY = CONFIG.anthropic_api_key

@@ -7,7 +7,7 @@ serializers here only read models or stored engine results, and check what clien
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -375,6 +375,15 @@ class ActionDetailSerializer(ActionProposalSerializer):
         return list(AuditEventSerializer(events.order_by("at", "id"), many=True).data)
 
 
+class RecallSerializer(serializers.Serializer[dict[str, Any]]):
+    """Seeding priors recalled from similar past incidents: a head start, never evidence."""
+
+    priors = serializers.DictField(
+        child=serializers.FloatField(), required=False, help_text="service.name -> prior in [0, 1]."
+    )
+    note = serializers.CharField(required=False, help_text="Where the priors came from, or why none.")
+
+
 class InvestigationDetailSerializer(InvestigationSummarySerializer):
     """Everything an investigation found and why it stopped."""
 
@@ -387,6 +396,7 @@ class InvestigationDetailSerializer(InvestigationSummarySerializer):
     propagation_path = HopSerializer(many=True, read_only=True)
     hypotheses = HypothesisSerializer(many=True, read_only=True)
     proposals = ActionProposalSerializer(many=True, read_only=True)
+    recall = RecallSerializer(read_only=True)
 
     class Meta(InvestigationSummarySerializer.Meta):
         fields = (
@@ -406,7 +416,14 @@ class InvestigationDetailSerializer(InvestigationSummarySerializer):
             "tokens_out",
             "cost_usd",
             "error",
+            "recall",
+            "projected_at",
+            "indexed_at",
         )
+        extra_kwargs: ClassVar[dict[str, dict[str, str]]] = {
+            "projected_at": {"help_text": "When the result reached the graph; null while pending."},
+            "indexed_at": {"help_text": "When the incident reached incident memory; null while pending."},
+        }
 
     @extend_schema_field(GateSerializer(allow_null=True))
     def get_gate(self, obj: Investigation) -> Any:

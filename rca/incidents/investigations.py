@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -27,7 +28,7 @@ from rca.investigation.narrative import action_body, action_title
 from rca.investigation.result import InvestigationResult
 from rca.telemetry.cases import find_case, load_case
 from rca.telemetry.live.source import LiveConfig, LiveSource
-from rca.telemetry.model import Alert, TelemetrySource
+from rca.telemetry.model import Alert, DependencyGraph, TelemetrySource
 
 log = logging.getLogger(__name__)
 
@@ -93,9 +94,16 @@ def _progress_writer(investigation_id: int) -> Callable[[int, str, int], None]:
 
 
 def run_investigation(
-    investigation_id: int, priors: Mapping[str, float] | None = None, config: EngineConfig | None = None
+    investigation_id: int,
+    priors: Mapping[str, float] | None = None,
+    config: EngineConfig | None = None,
+    recall_note: str = "",
 ) -> Investigation:
-    """Run one queued (or interrupted) investigation and store its result; idempotent."""
+    """Run one queued (or interrupted) investigation and store its result; idempotent.
+
+    `priors` (recalled from similar past incidents, `recall_note` says how) only nudge seeding; they
+    are stored with the result so a reader can see what the engine started from.
+    """
     with transaction.atomic():
         investigation = Investigation.objects.select_for_update().get(pk=investigation_id)
         if investigation.status == Investigation.Status.SUCCEEDED:
@@ -108,6 +116,7 @@ def run_investigation(
     incident = investigation.incident
     try:
         source, alert = telemetry_for(incident)
+        topology = source.topology()
         result = investigate(
             source,
             alert,
@@ -124,7 +133,12 @@ def run_investigation(
         )
         record_audit("investigation.failed", investigation, detail={"error": str(exc)[:500]})
         raise
-    store_result(investigation, result)
+    store_result(
+        investigation,
+        result,
+        topology=topology,
+        recall={"priors": dict(priors or {}), "note": recall_note},
+    )
     return investigation
 
 
@@ -133,8 +147,14 @@ def _observed(at: float) -> datetime:
 
 
 @transaction.atomic
-def store_result(investigation: Investigation, result: InvestigationResult) -> None:
-    """Write the result into the investigation's row, its hypothesis and evidence rows and its proposal."""
+def store_result(
+    investigation: Investigation,
+    result: InvestigationResult,
+    topology: DependencyGraph | None = None,
+    recall: Mapping[str, Any] | None = None,
+) -> None:
+    """Write the result into the investigation's row, its hypothesis and evidence rows and its proposal,
+    with the dependency graph the engine saw and the recall it started from."""
     doc = result.to_dict()
     outcome = doc["outcome"]
     investigation.hypotheses.all().delete()  # a re-run replaces what an interrupted run left
@@ -159,6 +179,10 @@ def store_result(investigation: Investigation, result: InvestigationResult) -> N
     investigation.tokens_in = result.tokens_in
     investigation.tokens_out = result.tokens_out
     investigation.cost_usd = result.cost_usd
+    investigation.topology = topology.to_dict() if topology is not None else {}
+    investigation.recall = dict(recall or {})
+    investigation.projected_at = None  # a re-run's result is projected and indexed again
+    investigation.indexed_at = None
     investigation.status = Investigation.Status.SUCCEEDED
     investigation.finished_at = timezone.now()
     investigation.save()

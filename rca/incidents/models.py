@@ -167,6 +167,15 @@ class Investigation(models.Model):
     tokens_out = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     error = models.TextField(blank=True)
+    # The dependency graph the engine saw, so the explorer and the graph projection need no telemetry.
+    topology = models.JSONField(default=dict, blank=True, help_text="entities and edges.")
+    recall = models.JSONField(
+        default=dict, blank=True, help_text="Seeding priors recalled from past incidents (never evidence)."
+    )
+    # Set by the pipeline's later steps; null means still pending (or retrying) and `sync_graph` /
+    # re-indexing can finish it.
+    projected_at = models.DateTimeField(null=True, blank=True)
+    indexed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -34,19 +34,21 @@ down), every call raises `MemoryUnavailable`, so callers can carry on without me
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import uuid
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 from qdrant_client import models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
+from rca.memory import remote
 from rca.memory.documents import IncidentDocument
 from rca.memory.embedding import DIMENSION, MODEL_ID, Embedder, get_embedder
 from rca.memory.errors import MemoryUnavailable
@@ -63,12 +65,18 @@ __all__ = [
     "memory",
     "point_id",
     "recall",
+    "recall_for",
     "search",
+    "status",
     "upsert",
 ]
 
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
+
+    from rca.incidents.models import Incident
+
+log = logging.getLogger(__name__)
 
 COLLECTION = "incident_memory"
 # Point ids are UUID5s in this namespace of the incident id: stable across processes and re-indexing.
@@ -134,6 +142,26 @@ class SearchFilters:
             return None
         return models.Filter(must=must or None, must_not=must_not or None)
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (a search sent to the memory worker)."""
+        data: dict[str, Any] = {}
+        for name, value in vars(self).items():
+            if isinstance(value, datetime):
+                value = value.isoformat()
+            elif value is not None and not isinstance(value, str | int):
+                value = list(value)  # a sequence of alternatives
+            data[name] = value
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SearchFilters:
+        """The inverse of `to_dict`."""
+        values = dict(data)
+        for name in ("since", "until"):
+            if values.get(name) is not None:
+                values[name] = datetime.fromisoformat(values[name])
+        return cls(**values)
+
 
 @dataclass(frozen=True)
 class Hit:
@@ -142,6 +170,16 @@ class Hit:
     incident_id: int
     score: float
     document: IncidentDocument
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (an answer from the memory worker)."""
+        return {"score": self.score, "payload": self.document.payload()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Hit:
+        """The inverse of `to_dict`."""
+        document = IncidentDocument.from_payload(data["payload"])
+        return cls(incident_id=document.incident_id, score=float(data["score"]), document=document)
 
 
 def is_local(client: QdrantClient) -> bool:
@@ -257,6 +295,11 @@ class IncidentMemory:
         self.ensure_collection()
         with _translated():
             return int(self.client.count(self.collection, exact=True).count)
+
+    def status(self) -> str:
+        """One line for health checks: the mode and how many incidents are stored."""
+        mode = "local" if is_local(self.client) else "server"
+        return f"qdrant {mode} ok ({self.count()} incidents)"
 
     # -- writes -----------------------------------------------------------------------------------
 
@@ -422,22 +465,36 @@ def memory() -> IncidentMemory:
 
 def index_incident(incident_id: int) -> str | None:
     """Index an incident as its latest succeeded investigation concluded it (what a task calls on
-    conclusion; safe to repeat). An incident that no longer exists is removed. Returns the point id."""
+    conclusion; safe to repeat). An incident that no longer exists is removed. Returns the point id.
+
+    Runs where the store is (the memory worker in local mode), so it uses the store directly.
+    """
     from django.db.models import F
+    from django.utils import timezone
 
     from rca.incidents.models import Incident, Investigation
     from rca.memory.documents import document_for
 
     incident = Incident.objects.filter(pk=incident_id).first()
     if incident is None:
-        delete(incident_id)
+        memory().delete(incident_id)
         return None
     investigation = (
         incident.investigations.filter(status=Investigation.Status.SUCCEEDED)
         .order_by(F("finished_at").desc(nulls_last=True), "-created_at", "-pk")
         .first()
     )
-    return upsert(document_for(incident, investigation))
+    pid = memory().upsert(document_for(incident, investigation))
+    if investigation is not None:
+        Investigation.objects.filter(pk=investigation.pk).update(indexed_at=timezone.now())
+    return pid
+
+
+def _via_worker() -> bool:
+    """Whether this process reaches a local-mode store through the memory worker (rca.memory.remote)."""
+    from django.conf import settings
+
+    return bool(settings.ROOTLINE_MEMORY_VIA_WORKER) and not settings.ROOTLINE_QDRANT_URL
 
 
 def upsert(document: IncidentDocument) -> str:
@@ -451,7 +508,10 @@ def delete(incident_id: int) -> None:
 
 
 def search(text: str, filters: SearchFilters | None = None, limit: int = 10) -> list[Hit]:
-    """Search the process-wide memory."""
+    """Search incident memory, where this process reaches it."""
+    if _via_worker():
+        found = remote.call(remote.SEARCH_TASK, text, filters.to_dict() if filters else None, limit)
+        return [Hit.from_dict(hit) for hit in found]
     return memory().search(text, filters, limit)
 
 
@@ -462,5 +522,31 @@ def recall(
     *,
     exclude_incident: int | None = None,
 ) -> dict[str, float]:
-    """Seeding priors from the process-wide memory (see `IncidentMemory.recall`); never evidence."""
+    """Seeding priors from incident memory (see `IncidentMemory.recall`); never evidence."""
+    if _via_worker():
+        found = remote.call(remote.RECALL_TASK, text, symptom, limit, exclude_incident)
+        return {str(service): float(prior) for service, prior in found.items()}
     return memory().recall(text, symptom, limit, exclude_incident=exclude_incident)
+
+
+def recall_for(incident: Incident) -> tuple[dict[str, float], str]:
+    """Seeding priors for investigating `incident`, and a note on where they came from.
+
+    Memory being unavailable is not an error here: the investigation goes on without priors, and the
+    note (stored with the investigation) says why.
+    """
+    try:
+        priors = recall(incident.title, incident.symptom_entity or None, exclude_incident=int(incident.pk))
+    except MemoryUnavailable as exc:
+        log.warning("recall for incident %s skipped: %s", incident.pk, exc)
+        return {}, f"no recall: {exc}"
+    if not priors:
+        return {}, "no similar past incident with a proven root cause"
+    return priors, f"priors from {len(priors)} similar past incident root cause(s)"
+
+
+def status() -> str:
+    """One line on the store (for /healthz), asked where this process reaches it."""
+    if _via_worker():
+        return str(remote.call(remote.STATUS_TASK))
+    return memory().status()

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -154,6 +154,27 @@ class DependencyGraph:
     def has_edge(self, caller: str, callee: str) -> bool:
         """Whether caller calls callee."""
         return any(e.caller == caller and e.callee == callee for e in self.edges)
+
+    def to_dict(self) -> dict[str, list[dict[str, Any]]]:
+        """JSON-ready form (stored with an investigation, so its graph can be redrawn and re-projected)."""
+        return {
+            "entities": [{"name": e.name, "namespace": e.namespace, "kind": e.kind} for e in self.entities],
+            "edges": [{"caller": e.caller, "callee": e.callee, "weight": e.weight} for e in self.edges],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DependencyGraph:
+        """The inverse of `to_dict`."""
+        return cls(
+            entities=tuple(
+                Entity(str(e["name"]), e.get("namespace"), str(e.get("kind") or "service"))
+                for e in data.get("entities", ())
+            ),
+            edges=tuple(
+                Edge(str(e["caller"]), str(e["callee"]), float(e.get("weight", 1.0)))
+                for e in data.get("edges", ())
+            ),
+        )
 
 
 @dataclass(frozen=True)

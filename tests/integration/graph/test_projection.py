@@ -3,6 +3,7 @@ parameters only, and a down server."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -106,6 +107,18 @@ def test_projecting_twice_leaves_the_same_graph(graph: Driver) -> None:
     assert second.nodes_deleted == 0
     assert once[0]["Evidence"] == 12
     assert once[1]["ROOT_CAUSED_BY"] == 1
+
+
+def test_concurrent_projections_sharing_services_all_land(graph: Driver) -> None:
+    """Two workers projecting incidents over the same services at once: MERGE races settle."""
+    documents = [document_for(make_investigation(make_incident(), evidence=3)) for _ in range(8)]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        reports = list(pool.map(project, documents))
+    assert len(reports) == 8
+    nodes, rels = graph_counts(graph, database())
+    assert nodes["Incident"] == 8
+    assert nodes["Service"] == 3  # db, payment, checkout: one node each, however many incidents
+    assert rels["ROOT_CAUSED_BY"] == 8
 
 
 def test_reinvestigation_replaces_the_previous_projection(graph: Driver) -> None:

@@ -318,6 +318,10 @@ def test_index_incident_uses_the_latest_succeeded_investigation() -> None:
     try:
         assert index.index_incident(incident.pk) == point_id(incident.pk)
         assert index.index_incident(incident.pk) == point_id(incident.pk)
+        rows = Investigation.objects.filter(incident=incident)
+        indexed = dict(rows.values_list("attempt_key", "indexed_at"))
+        assert indexed[f"{incident.pk}:2"] is not None  # the one the document was built from
+        assert indexed[f"{incident.pk}:3"] is None
         stored = index.memory().get(incident.pk)
         assert stored is not None
         assert stored.root_cause_entity == "cart"
@@ -327,3 +331,38 @@ def test_index_incident_uses_the_latest_succeeded_investigation() -> None:
         assert index.memory().get(incident_id) is None
     finally:
         index.delete(incident_id)
+
+
+def test_recall_for_an_incident_excludes_itself_and_says_where_priors_came_from() -> None:
+    past, _ = make_incident(
+        "checkout latency rose after payment service CPU saturation",
+        symptom="checkout",
+        root="payment",
+        kind="cpu_saturation",
+        path=["payment", "checkout"],
+    )
+    new, _ = make_incident("checkout latency is high again", symptom="checkout", confident=False)
+    try:
+        index.index_incident(past.pk)
+        index.index_incident(new.pk)
+        priors, note = index.recall_for(new)
+        assert set(priors) == {"payment"}
+        assert "1 similar past incident" in note
+        assert index.recall_for(past) == ({}, "no similar past incident with a proven root cause")
+    finally:
+        index.delete(past.pk)
+        index.delete(new.pk)
+
+
+def test_filters_and_hits_survive_the_trip_to_the_memory_worker() -> None:
+    filters = SearchFilters(
+        service=("payment", "cart"),
+        fault_kind="cpu_saturation",
+        since=ONSET,
+        until=ONSET + timedelta(days=1),
+        exclude_incident=7,
+    )
+    assert SearchFilters.from_dict(filters.to_dict()) == replace(filters, service=["payment", "cart"])
+    assert SearchFilters.from_dict(SearchFilters().to_dict()) == SearchFilters()
+    hit = index.Hit(incident_id=3, score=0.75, document=replace(corpus()[0], incident_id=3))
+    assert index.Hit.from_dict(hit.to_dict()) == hit

@@ -15,19 +15,27 @@ from django.db import connection
 REPO = Path(__file__).resolve().parents[3]
 
 
-def worker_env(visibility_s: int = 3) -> dict[str, str]:
-    """The environment of a worker that sees what the test process sees."""
+def worker_env(visibility_s: int = 3, **extra: str) -> dict[str, str]:
+    """The environment of a worker that sees what the test process sees (database, graph server)."""
+    from django.conf import settings
+
     env = dict(os.environ)
     db = connection.settings_dict
     env["DATABASE_URL"] = (
         f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
     )
     env["ROOTLINE_TASK_VISIBILITY_S"] = str(visibility_s)
+    graph = settings.ROOTLINE_GRAPH
+    env.update(NEO4J_URI=graph.uri, NEO4J_USER=graph.user, NEO4J_PASSWORD=graph.password)
+    env["NEO4J_DATABASE"] = graph.database
+    env.update(extra)
     return env
 
 
-def start_worker(log: Path, name: str) -> subprocess.Popen[bytes]:
-    """Start `celery worker` (solo pool, one task at a time) logging to `log`."""
+def start_worker(
+    log: Path, name: str, queues: str = "celery", env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start `celery worker` on `queues` (solo pool, one task at a time) logging to `log`."""
     return subprocess.Popen(
         [
             sys.executable,
@@ -38,13 +46,14 @@ def start_worker(log: Path, name: str) -> subprocess.Popen[bytes]:
             "worker",
             "--pool=solo",
             "--loglevel=INFO",
+            f"--queues={queues}",
             "-n",
             f"{name}@%h",
             "--without-mingle",
             "--without-gossip",
         ],
         cwd=REPO,
-        env=worker_env(),
+        env=env or worker_env(),
         stdout=log.open("ab"),
         stderr=subprocess.STDOUT,
         start_new_session=True,

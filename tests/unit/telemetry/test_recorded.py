@@ -416,3 +416,16 @@ def test_expand_files_and_alert_hints() -> None:
     assert parse_alert_hint("") is None
     with pytest.raises(ValueError, match="without a time"):
         parse_alert_hint("PetSite:latency")
+
+
+def test_a_dependency_graph_round_trips_through_json() -> None:
+    import json
+
+    from rca.telemetry.model import DependencyGraph, Edge, Entity
+
+    graph = DependencyGraph(
+        entities=(Entity("checkout", "shop"), Entity("orders-db", None, "database")),
+        edges=(Edge("checkout", "orders-db", 42.0),),
+    )
+    assert DependencyGraph.from_dict(json.loads(json.dumps(graph.to_dict()))) == graph
+    assert DependencyGraph.from_dict({}) == DependencyGraph(entities=(), edges=())

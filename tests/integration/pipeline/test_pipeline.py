@@ -1,0 +1,162 @@
+"""The whole pipeline on real services: intake -> a Celery worker over Redis -> PostgreSQL rows ->
+the projection in ArcadeDB over Bolt -> the incident in Qdrant (local mode, owned by the worker)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+
+from celery_app.app import app
+from graphstore.reads import incident_subgraph
+from rca.incidents.models import Evidence, Hypothesis, Incident, Investigation
+from rca.memory import index
+from rca.memory.store import close_client
+from tests.conftest import point_graph_at, start_arcade
+from tests.integration.pipeline.worker import start_worker, stop, wait_for, worker_env
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True), pytest.mark.slow]
+DATA = Path(__file__).resolve().parents[4] / "shared" / "data"
+CASE = ("rcd-sockshop", "rcd/carts-cpu/1")  # a dev case the engine explains confidently
+
+
+@pytest.fixture(autouse=True)
+def _needs_data() -> None:
+    if not (DATA / "cases_index.csv").is_file():
+        pytest.skip(f"public datasets not found at {DATA}")
+    app.control.purge()
+
+
+@pytest.fixture
+def memory_via_worker(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """This process reaches incident memory through the worker, which owns a fresh local store."""
+    close_client()
+    saved = (settings.ROOTLINE_MEMORY_VIA_WORKER, settings.ROOTLINE_MEMORY_TIMEOUT_S)
+    settings.ROOTLINE_MEMORY_VIA_WORKER = True
+    settings.ROOTLINE_MEMORY_TIMEOUT_S = 20  # the worker loads the embedding model on first use
+    yield worker_env(QDRANT_PATH=str(tmp_path / "qdrant"), ROOTLINE_MEMORY_VIA_WORKER="false")
+    settings.ROOTLINE_MEMORY_VIA_WORKER, settings.ROOTLINE_MEMORY_TIMEOUT_S = saved
+
+
+def _import() -> Incident:
+    call_command("import_case", *CASE, "--data", str(DATA), verbosity=0)
+    return Incident.objects.get(recorded_case__case_id=CASE[1])
+
+
+def _finished(investigation: Investigation) -> bool:
+    row = Investigation.objects.get(pk=investigation.pk)
+    return row.status == "succeeded" and row.projected_at is not None and row.indexed_at is not None
+
+
+def _counts(incident: Incident) -> tuple[int, int, int]:
+    graph = incident_subgraph(incident.pk)
+    assert graph is not None
+    return len(graph["nodes"]), len(graph["relationships"]), int(index.status().split("(")[1].split()[0])
+
+
+def _types(graph: dict[str, Any]) -> list[str]:
+    return [r["type"] for r in graph["relationships"]]
+
+
+def test_an_alert_becomes_rows_a_subgraph_and_a_memory(
+    tmp_path: Path, graph_server: object, memory_via_worker: dict[str, str]
+) -> None:
+    incident = _import()
+    investigation = incident.investigations.get()
+    worker = start_worker(tmp_path / "worker.log", "pipeline", "celery,memory", memory_via_worker)
+    try:
+        wait_for(lambda: _finished(investigation), 120, "investigate -> project_graph -> index_memory")
+        investigation.refresh_from_db()
+        # rows in PostgreSQL, with the topology the engine saw and the recall it started from
+        assert investigation.exit == "confident"
+        assert investigation.root_cause_entity == "carts"
+        assert Hypothesis.objects.filter(investigation=investigation).exists()
+        assert Evidence.objects.filter(hypothesis__investigation=investigation).exists()
+        assert "carts" in {e["name"] for e in investigation.topology["entities"]}
+        assert investigation.recall["note"]  # first incident: nothing to recall, and it says so
+        # the subgraph in ArcadeDB: exactly one ROOT_CAUSED_BY on a confident exit
+        graph = incident_subgraph(incident.pk)
+        assert graph is not None
+        assert _types(graph).count("ROOT_CAUSED_BY") == 1
+        assert "CALLS" in _types(graph)  # from the stored topology
+        # the incident in memory, found by a paraphrase (through the worker that owns the store)
+        hits = index.search("shopping cart service burning CPU", limit=3)
+        assert hits
+        assert hits[0].incident_id == incident.pk
+        assert hits[0].document.root_cause_entity == "carts"
+        before = (_counts(incident), Hypothesis.objects.filter(investigation=investigation).count())
+
+        # a redelivered investigate (and its follow-ups, each run again) leaves one investigation's
+        # worth of rows, nodes and points
+        app.send_task("rootline.investigate", args=[investigation.pk]).get(timeout=60)
+        app.send_task("rootline.project_graph", args=[investigation.pk]).get(timeout=60)
+        app.send_task("rootline.index_memory", args=[incident.pk]).get(timeout=60)
+        after = (_counts(incident), Hypothesis.objects.filter(investigation=investigation).count())
+        assert after == before
+        assert Investigation.objects.filter(incident=incident).count() == 1
+    finally:
+        stop(worker)
+
+
+def test_a_confident_exit_is_not_required_for_the_projection(
+    tmp_path: Path, graph_server: object, memory_via_worker: dict[str, str]
+) -> None:
+    """A "no confident root cause" exit is projected too, with no ROOT_CAUSED_BY relationship."""
+    call_command("import_case", "nezha", "nezha/2022-08-22/00", "--data", str(DATA), verbosity=0)
+    incident = Incident.objects.get(recorded_case__case_id="nezha/2022-08-22/00")
+    investigation = incident.investigations.get()
+    worker = start_worker(tmp_path / "worker.log", "pipeline", "celery,memory", memory_via_worker)
+    try:
+        wait_for(lambda: _finished(investigation), 120, "the pipeline")
+    finally:
+        stop(worker)
+    investigation.refresh_from_db()
+    graph = incident_subgraph(incident.pk)
+    assert graph is not None
+    expected = 1 if investigation.exit == "confident" else 0
+    assert _types(graph).count("ROOT_CAUSED_BY") == expected
+
+
+def test_the_graph_server_down_delays_the_projection_and_loses_nothing(
+    tmp_path: Path, graph_server: object, memory_via_worker: dict[str, str]
+) -> None:
+    """The investigation completes and is stored while the graph is down; the projection is retried
+    and appears once the server is back."""
+    own = start_arcade(tmp_path / "arcadedb")  # its own server, to stop and start again
+    point_graph_at(own)
+    worker = None
+    try:
+        own.stop()
+        incident = _import()
+        investigation = incident.investigations.get()
+        env = {**memory_via_worker, "NEO4J_URI": own.uri}
+        worker = start_worker(tmp_path / "worker.log", "pipeline", "celery,memory", env)
+        wait_for(
+            lambda: Investigation.objects.filter(pk=investigation.pk, indexed_at__isnull=False).exists(),
+            120,
+            "the investigation to be stored and indexed",
+        )
+        investigation.refresh_from_db()
+        assert investigation.status == "succeeded"
+        assert investigation.projected_at is None  # the graph is down: not projected yet
+        wait_for(lambda: "Retry in" in (tmp_path / "worker.log").read_text(), 30, "a projection retry")
+
+        own.start()  # the same data folder and ports: the server comes back
+        wait_for(
+            lambda: Investigation.objects.filter(pk=investigation.pk, projected_at__isnull=False).exists(),
+            120,
+            "the retried projection",
+        )
+        graph = incident_subgraph(incident.pk)
+        assert graph is not None
+        assert _types(graph).count("ROOT_CAUSED_BY") == 1
+        assert Investigation.objects.filter(incident=incident).count() == 1
+    finally:
+        if worker is not None:
+            stop(worker)
+        own.stop()
+        point_graph_at(graph_server)
