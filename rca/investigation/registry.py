@@ -24,10 +24,14 @@ _TOOLS: dict[str, tuple[type, frozenset[DataModality]]] = {
 }
 ALL_TOOLS: tuple[str, ...] = tuple(_TOOLS)
 
+# Traces come first: the metrics lane reads their own-time analysis, when there is one, to tell a
+# latency of the entity's own from time spent waiting on its callees. Logs weigh double: a log line is
+# written by the code that runs it, so a new error template or a broken log sequence sits at its origin,
+# where a metric deviation of moderate size shows in many services of a busy incident.
 _SEEDING: dict[str, Modality] = {
-    "metrics": METRICS_MODALITY,
-    "logs": Modality("logs", logs.entity_scores, logs.kind_hint),
     "traces": Modality("traces", traces.entity_scores, traces.kind_hint),
+    "metrics": METRICS_MODALITY,
+    "logs": Modality("logs", logs.entity_scores, logs.kind_hint, weight=2.0),
     "changes": Modality("changes", changes.entity_scores, changes.kind_hint, weight=2.0),
 }
 

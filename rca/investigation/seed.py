@@ -21,10 +21,14 @@ from rca.tools import metrics
 from rca.tools.base import ToolContext
 from rca.tools.faults import EXPLAINS, KIND_OF_FAMILY, FaultKind, symptom_family
 from rca.tools.stats import KNEE
+from rca.tools.topology import is_view
 
 PAGERANK_ALPHA = 0.85
 BACKFLOW = 0.1  # walkers may step back to a caller, so blame does not pool in healthy leaves
 BLAME_SHARE = 0.5  # how much of the suspect score the PageRank blame may move
+# A view (a client-side record of calls) shows a deviation of whatever component serves those calls;
+# it stays a lead, at this share of its score, so that the component it may stand for ranks first.
+VIEW_SHARE = 0.5
 
 
 ScoreFn = Callable[[ToolContext], Mapping[str, float]]
@@ -71,8 +75,12 @@ def metric_scores(ctx: ToolContext) -> dict[str, float]:
     weights = EXPLAINS[symptom_family(ctx.alert.metric)]
     return {
         e: max(
-            w * max(metrics.own_z(ctx, e, f)[0], metrics.own_short_reference_z(ctx, e, f))
-            for f, w in weights.items()
+            (
+                w * max(metrics.own_z(ctx, e, f)[0], metrics.own_short_reference_z(ctx, e, f))
+                for f, w in weights.items()
+                if metrics.spans_disown(ctx, e, f) is None  # a latency its spans do not show
+            ),
+            default=0.0,
         )
         for e in ctx.graph.names()
     }
@@ -133,6 +141,8 @@ def seed(
     suspects = []
     for e in entities:
         score = anomaly[e] * ((1 - BLAME_SHARE) + BLAME_SHARE * pr.get(e, 0.0))
+        if is_view(ctx.graph, e):
+            score *= VIEW_SHARE
         score *= 1.0 + 0.1 * min(1.0, max(0.0, prior.get(e, 0.0)))
         kinds = [
             (m.weight * compress(per_modality[m.name].get(e, 0.0)), m.kind_hint(ctx, e)) for m in modalities

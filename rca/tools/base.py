@@ -27,6 +27,7 @@ from rca.telemetry.model import Alert, DependencyGraph, TelemetryError, Telemetr
 log = logging.getLogger(__name__)
 
 MEASUREMENT_PREFIX = "m."
+FAILED = "failed"  # measurement of a call whose backend failed
 
 
 @dataclass
@@ -105,7 +106,13 @@ class EvidenceCapturingTool:
         try:
             result = self.tool.run(ctx, hypothesis)
         except TelemetryError as exc:
-            result = ToolResult(summary=f"{self.tool.name} failed: {exc}", ok=False, error=str(exc))
+            # The `failed` measurement marks the record as a tool failure (recovery guidance reads it).
+            result = ToolResult(
+                summary=f"{self.tool.name} failed: {exc}",
+                measurements={FAILED: True},
+                ok=False,
+                error=str(exc),
+            )
         verdict = classify(
             ToolOutput(
                 text=result.summary,

@@ -173,4 +173,3 @@ def lead(scores: Mapping[str, float], entity: str) -> float:
     """The entity's score over the strongest other entity's (inf when no other scored)."""
     rival = max((v for e, v in scores.items() if e != entity), default=0.0)
     return scores.get(entity, 0.0) / rival if rival > 0 else math.inf
-

@@ -326,9 +326,20 @@ class _Units:
 
 
 def _presence(lines: pd.DataFrame) -> pd.DataFrame:
+    """Units x templates, 1 where the unit logged the template (sorted labels, as a crosstab gives, but
+    built with numpy: it runs once per entity and investigation)."""
     if lines.empty:
         return pd.DataFrame(dtype=np.int64)
-    return (pd.crosstab(lines["unit"], lines["template"]) > 0).astype(np.int64)
+    units, unit_labels = pd.factorize(lines["unit"], sort=True)
+    templates, template_labels = pd.factorize(lines["template"], sort=True)
+    known = (units >= 0) & (templates >= 0)
+    matrix = np.zeros((len(unit_labels), len(template_labels)), dtype=np.int64)
+    matrix[units[known], templates[known]] = 1
+    return pd.DataFrame(
+        matrix,
+        index=pd.Index(unit_labels, name="unit"),
+        columns=pd.Index(template_labels, name="template"),
+    )
 
 
 def _units(ref: pd.DataFrame, obs: pd.DataFrame) -> _Units | None:

@@ -8,6 +8,7 @@ already show. Resource families (CPU, memory) are the entity's own and are taken
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
@@ -22,6 +23,7 @@ from rca.tools.changes import MOVED_Z, changed_by_onset, made_worse, never_serve
 from rca.tools.changes import entity_scores as change_scores
 from rca.tools.faults import EXPLAINS, FAMILIES_OF_KIND, FaultKind, named_symptom
 from rca.tools.stats import (
+    DOMINANCE,
     KNEE,
     UNREMARKABLE,
     Deviation,
@@ -38,6 +40,7 @@ from rca.tools.stats import (
 )
 from rca.tools.stats import WINDOW_QUANTILE as WINDOW_Q
 from rca.tools.topology import is_view
+from rca.tools.traces import own_latency_z
 
 PROPAGATING = frozenset({Family.LATENCY, Family.ERRORS})
 # A success or error rate over fewer requests than this per sample is noise (its binomial standard
@@ -115,6 +118,13 @@ def _handed_over(
             series = series.within(TimeWindow(min(float(series.timestamps.min(initial=cut)), cut), cut))
         out.append(series)
     return out
+
+
+def _stuck_at_zero(*parts: FloatArray) -> bool:
+    """Whether every finite value of every part is 0."""
+    values = np.concatenate(parts)
+    finite = values[np.isfinite(values)]
+    return bool(finite.size) and not finite.any()
 
 
 def _varies(values: FloatArray) -> bool:
@@ -201,11 +211,17 @@ def profile(ctx: ToolContext, entity: str) -> MetricProfile:
     incident_series, baseline_series = _series(ctx, entity)
     baselines = {(s.name, s.instance): s.within(ctx.baseline) for s in baseline_series}
     known = {k for k, s in baselines.items() if np.isfinite(s.values).any()}
+    volumes = requests_per_sample(incident_series, ctx.incident)
     for series in _handed_over(incident_series, known):
         kind = family_of(series.name)
         base = baselines.get((series.name, series.instance))
         if kind is None or base is None:
             continue
+        volume = volumes.get(series.instance, volumes.get(None))
+        if kind[0] is Family.LATENCY and too_few_for_quantile(series.name, volume):
+            continue
+        if kind == (Family.ERRORS, Direction.DOWN) and _stuck_at_zero(base.values, series.values):
+            continue  # a success rate of 0 throughout is a collector that does not measure it
         family, direction = kind
         window = series.within(ctx.incident)
         dev = deviation(base.values, window.values, direction, floor_for(family))
@@ -271,15 +287,42 @@ def own_short_reference_z(ctx: ToolContext, entity: str, family: Family) -> floa
     return max(0.0, raw - max(inherited, default=0.0))
 
 
+def requests_per_sample(series: list[MetricSeries], window: TimeWindow) -> dict[str | None, float]:
+    """The median number of requests behind one sample in `window`, per instance (None: the entity's
+    own series), from its traffic series; a rate per second is multiplied by the sampling interval."""
+    out: dict[str | None, float] = {}
+    for s in series:
+        if family_of(s.name) != (Family.TRAFFIC, Direction.BOTH):
+            continue
+        inside = s.within(window)
+        finite = inside.values[np.isfinite(inside.values)]
+        if not finite.size:
+            continue
+        step = float(np.median(np.diff(s.timestamps))) if s.timestamps.size > 1 else 1.0
+        count = float(np.median(finite)) * (step if s.unit.endswith("/s") else 1.0)
+        out[s.instance] = max(out.get(s.instance, 0.0), count)
+    return out
+
+
 def _low_volume(series: list[MetricSeries], window: TimeWindow) -> bool:
     """Whether the entity's request volume in `window` is too small for its rates to mean anything."""
-    volumes = [
-        s.within(window).values for s in series if family_of(s.name) == (Family.TRAFFIC, Direction.BOTH)
-    ]
-    finite = [v[np.isfinite(v)] for v in volumes if v.size]
-    if not finite or not any(v.size for v in finite):
+    volumes = requests_per_sample(series, window)
+    return bool(volumes) and max(volumes.values()) < MIN_REQUESTS_FOR_RATES
+
+
+_QUANTILE = re.compile(r"p(\d{2,3})$")
+
+
+def too_few_for_quantile(name: str, requests: float | None) -> bool:
+    """Whether a latency quantile (`..._p99`) rests on too few requests per sample to be more than the
+    slowest request (p99 needs 100 requests, p90 10): it then follows single slow requests and
+    histogram bucket boundaries, so its jumps say nothing about the entity. Unknown volume keeps it."""
+    m = _QUANTILE.search(name)
+    if m is None or requests is None:
         return False
-    return max(float(np.median(v)) for v in finite if v.size) < MIN_REQUESTS_FOR_RATES
+    digits = m.group(1)
+    q = int(digits) / 10.0 ** len(digits)
+    return requests * (1.0 - q) < 1.0
 
 
 def profiles(ctx: ToolContext, entities: Iterable[str]) -> dict[str, MetricProfile]:
@@ -341,9 +384,30 @@ def own_z(ctx: ToolContext, entity: str, family: Family) -> tuple[float, float, 
     return max(0.0, raw - inherited), raw, (culprit if inherited > 0 else None)
 
 
+def spans_disown(ctx: ToolContext, entity: str, family: Family) -> float | None:
+    """For latency, how far the entity's own span time moved when the investigation's traces measured it
+    and it stayed within noise (None otherwise). A server-side latency metric includes the time spent
+    waiting on callees; spans separate the entity's own time, so a latency they do not show is not its
+    own."""
+    if family is not Family.LATENCY:
+        return None
+    z = own_latency_z(ctx, entity)
+    return z if z is not None and z < KNEE else None
 
 
-def _score(own: float, noise: float, lead: float, decisive: bool, burst: bool = False) -> float:
+# A resource family (CPU, memory) is taken as it is, with no callee to net out: only its lead over
+# every other entity separates a fault from the incident's background churn, so it needs a clearer one.
+RESOURCE_DOMINANCE = 3.0
+
+
+def dominance_for(family: Family) -> float:
+    """The lead over the runner-up a family needs before its deviation can prove an origin."""
+    return DOMINANCE if family in PROPAGATING else RESOURCE_DOMINANCE
+
+
+def _score(
+    own: float, noise: float, lead: float, decisive: bool, burst: bool = False, dominance: float = DOMINANCE
+) -> float:
     """Anomaly score of an own deviation relative to the incident's noise floor.
 
     Only an entity that did not move refutes (a burst of its own errors, or a new version that never
@@ -354,7 +418,7 @@ def _score(own: float, noise: float, lead: float, decisive: bool, burst: bool = 
     score = squash(own / noise)
     if own >= KNEE or burst:
         score = max(score, UNREMARKABLE)
-    return supported(score, decisive, lead)
+    return supported(score, decisive, lead, dominance)
 
 
 def error_burst(ctx: ToolContext, entity: str) -> float:
@@ -410,8 +474,12 @@ class MetricsTool:
         prof = profile(ctx, hypothesis.entity)
         present = [f for f in families if f in prof.findings]
         if not present:
+            # Worded without the kind: the text classifier reads "no errors" as a healthy result, and a
+            # series nobody recorded clears nothing.
             return ToolResult(
-                summary=f"metrics: no {hypothesis.fault_kind} series for {hypothesis.entity} in the window",
+                summary=f"metrics: unmeasured for this hypothesis: {hypothesis.entity} reports none of "
+                "the series it needs in the window",
+                measurements={"kind": hypothesis.fault_kind},
                 ok=True,
             )
         scored = [(own_z(ctx, hypothesis.entity, f), f) for f in present]
@@ -435,12 +503,14 @@ class MetricsTool:
         # slow dependency behind an availability alert) is a lead, not proof.
         symptom = named_symptom(ctx.alert.metric)
         partial = symptom is not None and EXPLAINS[symptom].get(family, 0.0) < 1.0
+        span_z = spans_disown(ctx, hypothesis.entity, family)
         caveats = [
             text
             for text, applies in (
                 ("a client-side view, not a component", is_view(ctx.graph, hypothesis.entity)),
                 ("no data before onset", not finding.anchored),
                 (f"{family.value} explains a {symptom.value if symptom else ''} alert only in part", partial),
+                (f"own span time moved {span_z or 0.0:.1f} sigma", span_z is not None),
             )
             if applies
         ]
@@ -478,6 +548,10 @@ class MetricsTool:
             measurements["onset"] = onset
         return ToolResult(
             summary=summary,
-            signals={"anomaly_score": round(_score(own, noise, lead, not caveats, burst or unseen), 4)},
+            signals={
+                "anomaly_score": round(
+                    _score(own, noise, lead, not caveats, burst or unseen, dominance_for(family)), 4
+                )
+            },
             measurements=measurements,
         )

@@ -32,7 +32,7 @@ from rca.telemetry.model import SpanStatus, TimeWindow
 from rca.tools.base import ToolContext, ToolResult
 from rca.tools.counts import Comparison, Mode, fetch_compared, lead, robust_peer_z
 from rca.tools.faults import FaultKind
-from rca.tools.stats import squash, supported
+from rca.tools.stats import UNREMARKABLE, squash, supported
 
 CACHE_KEY = "traces.analysis"
 MAX_SPANS = 1_000_000
@@ -89,6 +89,7 @@ class TraceAnalysis:
 
     comparison: Comparison
     profiles: dict[str, TraceProfile]
+    outcomes_recorded: bool = False  # whether any span says how it ended: without, errors are unseen
 
     def score(self, entity: str) -> float:
         """Anomaly score of the service's own trace signal: inconclusive at most when it rests on a
@@ -115,6 +116,14 @@ def _is_error(status: str, attributes: object) -> bool:
         return False
 
 
+def _has_outcome(status: str, attributes: object) -> bool:
+    """Whether a span records how its work ended (a status, an error flag or an HTTP status)."""
+    if status != SpanStatus.UNSET.value:
+        return True
+    keys = ("error", "http.status_code", "http.response.status_code")
+    return isinstance(attributes, dict) and any(k in attributes for k in keys)
+
+
 def _frame(ctx: ToolContext, window: TimeWindow) -> pd.DataFrame:
     spans = ctx.source.spans(window, limit=MAX_SPANS)
     return pd.DataFrame(
@@ -126,6 +135,7 @@ def _frame(ctx: ToolContext, window: TimeWindow) -> pd.DataFrame:
             "start": np.array([s.start for s in spans], dtype=np.float64),
             "end": np.array([s.end for s in spans], dtype=np.float64),
             "error": [_is_error(s.status.value, dict(s.attributes)) for s in spans],
+            "outcome": [_has_outcome(s.status.value, dict(s.attributes)) for s in spans],
         }
     )
 
@@ -200,6 +210,7 @@ def analyse(ctx: ToolContext) -> TraceAnalysis:
     ctx.cache[CACHE_KEY] = result
     if frame.empty:
         return result
+    result.outcomes_recorded = bool(frame["outcome"].any())
     spans = self_times(frame.drop_duplicates("span_id"))
     obs_w = cmp.observed
     ref, obs = cmp.split(spans, "start")
@@ -294,6 +305,19 @@ def trace_profile(ctx: ToolContext, entity: str) -> TraceProfile:
     return analysis.profiles.get(entity) or TraceProfile(entity, analysis.comparison.mode)
 
 
+def own_latency_z(ctx: ToolContext, entity: str) -> float | None:
+    """How far the service's own span time moved against its own past, when this investigation has
+    analysed its traces (None when it has not, as with the traces tool disabled, or when the service has
+    too few spans in either period to say)."""
+    analysis = ctx.cache.get(CACHE_KEY)
+    if not isinstance(analysis, TraceAnalysis) or analysis.comparison.mode is Mode.PEERS:
+        return None
+    p = analysis.profiles.get(entity)
+    if p is None or min(p.spans_reference, p.spans_observed) < MIN_SPANS:
+        return None
+    return p.latency_z
+
+
 def entity_scores(ctx: ToolContext) -> dict[str, float]:
     """Own-origin trace score (z-like, >= 0) of every service, for seeding."""
     return {e: p.own for e, p in analyse(ctx).profiles.items()}
@@ -328,9 +352,15 @@ class TracesTool:
         if p.inherited_from:
             parts.append(f"part explained by {p.inherited_from}")
         parts.append(f"own score {p.own:.1f} of {p.raw:.1f}")
+        score = analysis.score(entity)
+        if FaultKind(hypothesis.fault_kind) is FaultKind.ERRORS and not analysis.outcomes_recorded:
+            # Spans that never say how they ended cannot show errors: quiet spans do not clear the
+            # entity of a fault that only its answers or its logs would show.
+            parts.append("the spans record no outcome, so errors are unseen")
+            score = max(score, UNREMARKABLE)
         return ToolResult(
             summary="; ".join(parts),
-            signals={"anomaly_score": round(analysis.score(entity), 4)},
+            signals={"anomaly_score": round(score, 4)},
             measurements={
                 "mode": analysis.comparison.mode.value,
                 "spans": p.spans_observed,

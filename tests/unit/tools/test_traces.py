@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 import pytest
 
 from rca.core.hypotheses import Hypothesis
-from rca.telemetry.model import Span, TimeWindow
+from rca.telemetry.model import Span, SpanStatus, TimeWindow
 from rca.tools import traces
 from tests.unit.tools import ONSET, FakeSource, context
 
@@ -108,3 +110,32 @@ def test_no_spans_at_all() -> None:
     result = traces.TracesTool().run(ctx, Hypothesis(id="h", entity="back", fault_kind="latency"))
     assert "no spans" in result.summary
     assert not result.signals
+
+
+def test_spans_without_outcomes_cannot_clear_an_errors_hypothesis() -> None:
+    ctx = context(_source())
+    assert not traces.analyse(ctx).outcomes_recorded
+    quiet = traces.TracesTool().run(ctx, Hypothesis(id="h", entity="front", fault_kind="errors"))
+    assert 0.2 < float(quiet.signals["anomaly_score"]) < 0.8  # unseen, not healthy
+    assert "errors are unseen" in quiet.summary
+
+
+def test_spans_with_outcomes_can_clear_an_errors_hypothesis() -> None:
+    src = _source()
+    src.span_list = [replace(s, status=SpanStatus.OK) for s in src.span_list]
+    ctx = context(src)
+    assert traces.analyse(ctx).outcomes_recorded
+    quiet = traces.TracesTool().run(ctx, Hypothesis(id="h", entity="front", fault_kind="errors"))
+    assert float(quiet.signals["anomaly_score"]) <= 0.2
+
+
+def test_own_latency_is_read_only_from_an_analysis_already_made() -> None:
+    ctx = context(_source())
+    assert traces.own_latency_z(ctx, "back") is None  # no analysis yet: the traces lane is not in use
+    traces.analyse(ctx)
+    back, front = traces.own_latency_z(ctx, "back"), traces.own_latency_z(ctx, "front")
+    assert back is not None
+    assert back > 3.0
+    assert front is not None
+    assert front < 3.0
+    assert traces.own_latency_z(ctx, "nobody") is None
