@@ -249,7 +249,18 @@ def cmd_run(args: argparse.Namespace) -> int:
             env["ROOTLINE_MEMORY_VIA_WORKER"] = "true"
         procs.append(
             subprocess.Popen(  # noqa: S603
-                [*celery, "--queues=celery", "--concurrency=2", "-n", "rootline@%h"], cwd=ROOT, env=env
+                # -B: beat in this worker, for the intake outbox's sweep (compose runs beat on its own).
+                [
+                    *celery,
+                    "--queues=celery",
+                    "--concurrency=2",
+                    "-n",
+                    "rootline@%h",
+                    "-B",
+                    f"--schedule={VAR / 'celerybeat-schedule'}",
+                ],
+                cwd=ROOT,
+                env=env,
             )
         )
         procs.append(

@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from celery.signals import worker_ready
 from django.db import InterfaceError, OperationalError
 
 from celery_app.app import app
@@ -22,7 +23,7 @@ RELIABLE: dict[str, Any] = {"acks_late": True, "reject_on_worker_lost": True}
 DATABASE_ERRORS = (OperationalError, InterfaceError)
 
 
-@app.task(name="rootline.ping")
+@app.task(name="rootline.ping", ignore_result=False)
 def ping(payload: str = "pong") -> dict[str, str]:
     """A round trip through the broker; used by health checks and tests."""
     return {"reply": payload}
@@ -55,6 +56,28 @@ def investigate(investigation_id: int) -> dict[str, Any]:
     project_graph.delay(investigation.pk)
     index_memory.delay(investigation.incident_id)
     return {"investigation": investigation.pk, "status": investigation.status, "exit": investigation.exit}
+
+
+@app.task(name="rootline.dispatch_pending", autoretry_for=DATABASE_ERRORS, max_retries=3)
+def dispatch_pending() -> dict[str, int]:
+    """The intake outbox's sweep (run by beat): send queued investigations the broker never got."""
+    from rca.incidents.investigations import dispatch_pending as sweep
+
+    return {"sent": sweep()}
+
+
+@worker_ready.connect
+def _sweep_on_start(**_: Any) -> None:
+    """A worker coming up (often: the broker just came back) sends what intake could not."""
+    from rca.incidents.investigations import dispatch_pending as sweep
+
+    try:
+        sent = sweep()
+    except (OperationalError, InterfaceError) as exc:  # the database is not up yet: beat will sweep
+        log.warning("outbox sweep at worker start skipped: %s", exc)
+        return
+    if sent:
+        log.info("outbox: sent %d queued investigation(s) at worker start", sent)
 
 
 @app.task(
@@ -100,7 +123,7 @@ def _answer(work: Callable[[], Any]) -> dict[str, Any]:
         return {"unavailable": str(exc)}
 
 
-@app.task(name="rootline.memory_search")
+@app.task(name="rootline.memory_search", ignore_result=False)
 def memory_search(text: str, filters: dict[str, Any] | None, limit: int) -> dict[str, Any]:
     """Search the store this worker owns, for a process that can't open it (rca.memory.remote)."""
     from rca.memory.index import SearchFilters, memory
@@ -109,7 +132,7 @@ def memory_search(text: str, filters: dict[str, Any] | None, limit: int) -> dict
     return _answer(lambda: [hit.to_dict() for hit in memory().search(text, query, limit)])
 
 
-@app.task(name="rootline.memory_recall")
+@app.task(name="rootline.memory_recall", ignore_result=False)
 def memory_recall(text: str, symptom: str | None, limit: int, exclude_incident: int | None) -> dict[str, Any]:
     """Recall priors from the store this worker owns (rca.memory.remote)."""
     from rca.memory.index import memory
@@ -117,9 +140,28 @@ def memory_recall(text: str, symptom: str | None, limit: int, exclude_incident: 
     return _answer(lambda: memory().recall(text, symptom, limit, exclude_incident=exclude_incident))
 
 
-@app.task(name="rootline.memory_status")
+@app.task(name="rootline.memory_status", ignore_result=False)
 def memory_status() -> dict[str, Any]:
     """The store's one-line status, for the health check of a process that can't open it."""
     from rca.memory.index import memory
 
     return _answer(lambda: memory().status())
+
+
+@app.task(
+    name="rootline.execute_action",
+    bind=True,
+    autoretry_for=DATABASE_ERRORS,
+    retry_backoff=True,
+    max_retries=5,
+    **RELIABLE,
+)
+def execute_action(self: Any, action_id: int) -> dict[str, Any]:
+    """Carry out one approved action (rca.actions re-checks approval, tier and grounding itself);
+    a 429 / 5xx is retried with backoff, and a redelivery makes no second artifact."""
+    from rca.actions.executors import TransientActionError, execute
+
+    try:
+        return execute(action_id, final_attempt=self.request.retries >= self.max_retries)
+    except TransientActionError as exc:
+        raise self.retry(exc=exc, countdown=min(600, 30 * 2**self.request.retries)) from exc

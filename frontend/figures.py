@@ -56,16 +56,35 @@ class Hop:
     effect: str
     edge: bool  # a recorded call edge backs the hop; False: inferred, drawn dashed
     evidence: tuple[str, ...] = field(default_factory=tuple)
+    # Forward verification: None for a hop stored before hops were verified (then `edge` decides).
+    verified: bool | None = None
+    rules: Mapping[str, str] = field(default_factory=dict)  # rule -> pass / fail / unknown
 
     @classmethod
     def from_stored(cls, hop: Mapping[str, Any]) -> Hop:
-        """A hop as `Investigation.propagation_path` stores it ({cause, effect, edge, evidence[]})."""
+        """A hop as `Investigation.propagation_path` stores it ({cause, effect, edge, evidence[],
+        verification})."""
+        check = hop.get("verification") if isinstance(hop.get("verification"), dict) else None
         return cls(
             cause=str(hop.get("cause", "")),
             effect=str(hop.get("effect", "")),
             edge=bool(hop.get("edge")),
             evidence=tuple(str(e) for e in hop.get("evidence") or ()),
+            verified=bool(check["verified"]) if check else None,
+            rules={str(k): str(v) for k, v in (check or {}).get("rules", {}).items()},
         )
+
+    @property
+    def solid(self) -> bool:
+        """Drawn solid: it passed forward verification (or, unchecked, a recorded call edge backs it)."""
+        return self.verified if self.verified is not None else self.edge
+
+    @property
+    def label(self) -> str:
+        """The legend entry of its kind of hop."""
+        if self.verified is None:
+            return "propagation path" if self.edge else "path hop without a call edge"
+        return "propagation path" if self.verified else "unverified hop"
 
 
 def to_json(fig: go.Figure) -> dict[str, Any]:
@@ -135,9 +154,10 @@ def graph_figure(
 ) -> go.Figure:
     """The service dependency graph with the propagation path highlighted from root cause to symptom.
 
-    Nodes are coloured by belief; path hops are thick violet lines (dashed when no recorded call edge
-    backs them) with an arrow from cause to effect and a diamond at the midpoint whose hover label
-    carries that hop's evidence. Call edges are thin grey arrows from caller to callee.
+    Nodes are coloured by belief; path hops are thick violet lines (dashed when the hop failed forward
+    verification, or, for a hop stored unverified, when no recorded call edge backs it) with an arrow
+    from cause to effect and a diamond at the midpoint whose hover label carries that hop's evidence
+    and rule results. Call edges are thin grey arrows from caller to callee.
     """
     names = sorted({*entities, *beliefs, *(h.cause for h in path), *(h.effect for h in path)} - {""})
     positions = layered_positions(names, edges)
@@ -182,10 +202,10 @@ def graph_figure(
                 y=[y0, y1],
                 mode="lines",
                 hoverinfo="skip",
-                name="propagation path" if hop.edge else "path hop without a call edge",
-                legendgroup="path-verified" if hop.edge else "path-unverified",
-                showlegend=not any(h.edge == hop.edge for h in path[:i]),
-                line={"color": PATH_COLOUR, "width": 5, "dash": "solid" if hop.edge else "dash"},
+                name=hop.label,
+                legendgroup=hop.label,
+                showlegend=not any(h.label == hop.label for h in path[:i]),
+                line={"color": PATH_COLOUR, "width": 5, "dash": "solid" if hop.solid else "dash"},
                 legendrank=100,
             )
         )
@@ -305,6 +325,9 @@ def _hop_hover(hop: Hop) -> str:
     status = "recorded call edge" if hop.edge else "no recorded call edge (inferred hop)"
     # No <b>/<i> in plotly text: plotly renders them as style attributes, which the CSP refuses.
     lines = [f"{html.escape(hop.cause)} → {html.escape(hop.effect)}", status]
+    if hop.verified is not None:
+        rules = ", ".join(f"{html.escape(rule)} {html.escape(result)}" for rule, result in hop.rules.items())
+        lines.append(f"{'verified' if hop.verified else 'unverified'}: {rules}")
     lines += [f"• {_hover(e)}" for e in hop.evidence] or ["no evidence recorded for this hop"]
     return "<br>".join(lines)
 

@@ -241,6 +241,8 @@ def detail(incident: Incident) -> dict[str, Any]:
             "ladder": ladder(investigation, ceiling),
             "proposals": proposals,
             "tier_labels": TIER_LABELS,
+            "guidance": investigation.guidance or None,
+            "applied_guidance": investigation.applied_guidance or None,
         }
     )
     context["similar"], context["similar_note"] = similar_incidents(incident, investigation)

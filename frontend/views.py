@@ -11,13 +11,13 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from frontend import presenters
 from frontend.forms import DecisionForm, IncidentFilterForm, SearchForm
 from rca.core.actions import ActionTier
 from rca.health import run_checks
-from rca.incidents.approvals import ApprovalError, approve, reject
+from rca.incidents.approvals import ApprovalError, Role, approve, has_role, reject, request_rerun
 from rca.incidents.models import ActionProposal, Incident, Investigation
 
 PAGE_SIZE = 25
@@ -71,7 +71,30 @@ def incident_list(request: HttpRequest) -> HttpResponse:
 def incident_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One incident: its alert, the investigation's progress or conclusion, similar past incidents."""
     incident = get_object_or_404(Incident, pk=pk)
-    return render(request, "frontend/incident_detail.html", presenters.detail(incident))
+    context = presenters.detail(incident)
+    context["can_rerun"] = has_role(request.user, Role.RESPONDER)
+    return render(request, "frontend/incident_detail.html", context)
+
+
+@login_required
+@require_POST
+def incident_rerun(request: HttpRequest, pk: int) -> HttpResponse:
+    """Re-run the incident's latest investigation, optionally applying its recovery guidance (the
+    server checks the role and the state, and audits a refusal)."""
+    incident = get_object_or_404(Incident, pk=pk)
+    latest = incident.investigations.order_by("-created_at", "-pk").first()
+    if latest is None:
+        messages.error(request, "This incident has no investigation to re-run.")
+        return redirect(reverse("frontend:incident", args=[pk]))
+    apply_guidance = request.POST.get("apply_guidance") == "1"
+    try:
+        new = request_rerun(latest, request.user, apply_guidance)
+    except ApprovalError as exc:
+        messages.error(request, exc.message)
+        return redirect(reverse("frontend:incident", args=[pk]))
+    how = " applying its recovery guidance" if apply_guidance else ""
+    messages.success(request, f"Re-run queued{how} (investigation {new.pk}).")
+    return redirect(reverse("frontend:incident", args=[pk]))
 
 
 @login_required

@@ -153,6 +153,8 @@ class PropagationHop:
     effect: ServiceRef
     edge: bool  # the dependency graph has effect -> cause (the effect calls the cause)
     evidence: tuple[str, ...] = ()
+    verified: bool | None = None  # forward verification: all rules passed; None when not checked
+    failed_rules: tuple[str, ...] = ()  # the rules that did not pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,7 +340,7 @@ def _resolver(incident: Incident, topology: DependencyGraph | None) -> Resolve:
 
 
 def _hops(path: Any, resolve: Resolve) -> tuple[PropagationHop, ...]:
-    """The stored `path` hops ({cause, effect, edge, evidence[]}) in order."""
+    """The stored `path` hops ({cause, effect, edge, evidence[], verification}) in order."""
     if not isinstance(path, list):
         return ()
     return tuple(
@@ -348,9 +350,17 @@ def _hops(path: Any, resolve: Resolve) -> tuple[PropagationHop, ...]:
             effect=resolve(str(hop["effect"])),
             edge=bool(hop.get("edge", False)),
             evidence=tuple(str(s) for s in hop.get("evidence", ())),
+            verified=_verified(hop),
+            failed_rules=tuple(str(r) for r in (hop.get("verification") or {}).get("failed", ())),
         )
         for seq, hop in enumerate(path)
     )
+
+
+def _verified(hop: Mapping[str, Any]) -> bool | None:
+    """Whether a stored hop passed forward verification; None for a hop stored before it existed."""
+    check = hop.get("verification")
+    return bool(check["verified"]) if isinstance(check, dict) else None
 
 
 def _root_cause(

@@ -137,7 +137,7 @@ _HOPS = Statement(
     MATCH (a:Service {namespace: h.cause.namespace, name: h.cause.name})
     MATCH (b:Service {namespace: h.effect.namespace, name: h.effect.name})
     MERGE (a)-[r:PROPAGATED_TO {incident: $incident, seq: h.seq}]->(b)
-    SET r.edge = h.edge, r.evidence = h.evidence
+    SET r.edge = h.edge, r.evidence = h.evidence, r.verified = h.verified, r.failed_rules = h.failed_rules
     """,
     ("incident", "hops"),
 )
@@ -374,6 +374,8 @@ def parameters(document: GraphDocument) -> dict[str, Any]:
                 "effect": _service(hop.effect),
                 "edge": hop.edge,
                 "evidence": list(hop.evidence),
+                "verified": hop.verified,
+                "failed_rules": list(hop.failed_rules),
             }
             for hop in document.hops
         ],

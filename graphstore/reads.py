@@ -88,7 +88,8 @@ def incident_subgraph(
 def propagation_path(
     incident_id: int, driver: Driver | None = None, database: str | None = None
 ) -> list[dict[str, Any]]:
-    """The incident's propagation hops in order, root cause first, each with its evidence summaries."""
+    """The incident's propagation hops in order, root cause first, each with its evidence summaries and
+    its forward verification (`verified`, and the rules it did not pass)."""
 
     def work(tx: ManagedTransaction) -> list[dict[str, Any]]:
         return [
@@ -100,6 +101,8 @@ def propagation_path(
                 "effect_namespace": hop["b"]["namespace"],
                 "edge": bool(hop["r"].get("edge", False)),
                 "evidence": list(hop["r"].get("evidence") or []),
+                "verified": hop["r"].get("verified"),
+                "failed_rules": list(hop["r"].get("failed_rules") or []),
             }
             for hop in tx.run(_PATH, incident=incident_key(incident_id))
         ]

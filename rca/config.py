@@ -6,10 +6,11 @@ fails at start with one line naming the variable instead of a stack trace deep i
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -32,6 +33,45 @@ class GraphConfig:
 
 
 @dataclass(frozen=True)
+class PolicyConfig:
+    """Which policy picks the investigation's steps, and the Anthropic policy's model and budget."""
+
+    kind: str = "offline"  # one of POLICIES
+    api_key: str | None = field(default=None, repr=False)  # never in a log line
+    model: str = "claude-sonnet-4-6"
+    # Per investigation; at either limit the Anthropic policy fails closed.
+    max_tokens: int = 200_000
+    max_cost_usd: float = 1.0
+    # USD per million tokens, for the cost budget: set them to the chosen model's list price (the
+    # defaults are Sonnet-class prices, not checked against a live price list).
+    price_input_per_mtok: float = 3.0
+    price_output_per_mtok: float = 15.0
+    retries: int = 3  # after a 429, 529, 5xx or connection error, before the offline policy takes over
+    timeout_s: float = 30.0
+
+
+POLICIES = ("offline", "anthropic")
+
+
+@dataclass(frozen=True)
+class ActionsConfig:
+    """Where approved actions go (rca.actions); anything unset is recorded in the app only."""
+
+    # On by default: writing to a repository or a chat is the one outward effect Rootline has, so an
+    # installation opts in (ROOTLINE_ACTIONS_DRY_RUN=false) after seeing what would be sent.
+    dry_run: bool = True
+    base_url: str = "http://127.0.0.1:8000"  # links back to the incident page
+    slack_webhook_url: str | None = None
+    email_to: tuple[str, ...] = ()
+    github_repo: str | None = None  # GITHUB_REPOSITORY, shared with live change telemetry
+    github_token: str | None = None
+    label: str = "rootline"
+    # A deploy's manifest in the repository, `{service}` standing for the service, e.g.
+    # `kubernetes-manifests/{service}.yaml`; unset: a deploy citation gets no patch, with that reason.
+    manifest_path: str | None = None
+
+
+@dataclass(frozen=True)
 class Config:
     """Everything Rootline reads from the environment."""
 
@@ -47,11 +87,13 @@ class Config:
     qdrant_path: Path
     memory_via_worker: bool
     memory_timeout_s: int
-    anthropic_api_key: str | None
+    metrics_token: str | None
+    policy: PolicyConfig
     data_dir: Path | None
     celery_eager: bool
     task_visibility_s: int
     live_telemetry: dict[str, dict[str, object]]
+    actions: ActionsConfig
 
 
 def _str(env: Mapping[str, str], name: str) -> str | None:
@@ -83,13 +125,50 @@ def _port(env: Mapping[str, str], name: str, default: int) -> int:
     return int(raw)
 
 
-def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
+def _positive_int(env: Mapping[str, str], name: str, default: int, least: int = 1) -> int:
     raw = _str(env, name)
     if raw is None:
         return default
-    if not raw.isdigit() or int(raw) < 1:
-        raise ConfigError(f"{name}={raw!r} is not a positive whole number")
+    if not raw.isdigit() or int(raw) < least:
+        raise ConfigError(f"{name}={raw!r} is not a whole number of at least {least}")
     return int(raw)
+
+
+def _positive_number(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = _str(env, name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"{name}={raw!r} is not a positive number")
+    return value
+
+
+def policy_config(env: Mapping[str, str]) -> PolicyConfig:
+    """The investigation policy's settings; the Anthropic policy needs ANTHROPIC_API_KEY."""
+    kind = (_str(env, "ROOTLINE_POLICY") or "offline").lower()
+    if kind not in POLICIES:
+        raise ConfigError(f"ROOTLINE_POLICY={kind!r} is not one of {', '.join(POLICIES)}")
+    api_key = _str(env, "ANTHROPIC_API_KEY")
+    if kind == "anthropic" and api_key is None:
+        raise ConfigError("ANTHROPIC_API_KEY is not set (required when ROOTLINE_POLICY=anthropic)")
+    d = PolicyConfig()
+    return PolicyConfig(
+        kind=kind,
+        api_key=api_key,
+        model=_str(env, "ANTHROPIC_MODEL") or d.model,
+        max_tokens=_positive_int(env, "ROOTLINE_POLICY_MAX_TOKENS", d.max_tokens),
+        max_cost_usd=_positive_number(env, "ROOTLINE_POLICY_MAX_COST_USD", d.max_cost_usd),
+        price_input_per_mtok=_positive_number(env, "ANTHROPIC_PRICE_INPUT_PER_MTOK", d.price_input_per_mtok),
+        price_output_per_mtok=_positive_number(
+            env, "ANTHROPIC_PRICE_OUTPUT_PER_MTOK", d.price_output_per_mtok
+        ),
+        retries=_positive_int(env, "ANTHROPIC_MAX_RETRIES", d.retries, least=0),
+        timeout_s=_positive_number(env, "ANTHROPIC_TIMEOUT_S", d.timeout_s),
+    )
 
 
 def _url(env: Mapping[str, str], name: str, default: str | None, schemes: tuple[str, ...]) -> str | None:
@@ -179,6 +258,30 @@ def _live_telemetry(env: Mapping[str, str]) -> dict[str, dict[str, object]]:
     return backends
 
 
+def actions_config(env: Mapping[str, str], github: Mapping[str, object] | None) -> ActionsConfig:
+    """Settings of the action executors; GitHub comes from the live telemetry's GITHUB_* settings."""
+    emails = tuple(a.strip() for a in (_str(env, "ROOTLINE_NOTIFY_EMAIL") or "").split(",") if a.strip())
+    for address in emails:
+        if address.count("@") != 1 or address.startswith("@") or address.endswith("@"):
+            raise ConfigError(f"ROOTLINE_NOTIFY_EMAIL has {address!r}, which is not an e-mail address")
+    manifest = _str(env, "ROOTLINE_ACTIONS_MANIFEST_PATH")
+    if manifest is not None and ("{service}" not in manifest or manifest.startswith("/")):
+        raise ConfigError(
+            f"ROOTLINE_ACTIONS_MANIFEST_PATH={manifest!r} must be a relative path containing {{service}}"
+        )
+    github = github or {}
+    return ActionsConfig(
+        dry_run=_bool(env, "ROOTLINE_ACTIONS_DRY_RUN", True),
+        base_url=_url_or(env, "ROOTLINE_BASE_URL", ActionsConfig.base_url, ("http", "https")).rstrip("/"),
+        slack_webhook_url=_url(env, "ROOTLINE_SLACK_WEBHOOK_URL", None, ("https", "http")),
+        email_to=emails,
+        github_repo=str(github["repo"]) if github.get("repo") else None,
+        github_token=str(github["token"]) if github.get("token") else None,
+        label=_str(env, "ROOTLINE_ACTIONS_LABEL") or ActionsConfig.label,
+        manifest_path=manifest,
+    )
+
+
 def load_config(env: Mapping[str, str] | None = None) -> Config:
     """Parse and validate the environment; raises ConfigError naming the first bad variable."""
     env = os.environ if env is None else env
@@ -206,6 +309,7 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
     else:
         default_data = (REPO_ROOT.parent / "shared" / "data").resolve()
         data_dir = default_data if (default_data / "cases_index.csv").is_file() else None
+    live = _live_telemetry(env)
     return Config(
         secret_key=_secret_key(env, debug, var_dir),
         debug=debug,
@@ -219,9 +323,11 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         qdrant_path=qdrant_path,
         memory_via_worker=_bool(env, "ROOTLINE_MEMORY_VIA_WORKER", False),
         memory_timeout_s=_positive_int(env, "ROOTLINE_MEMORY_TIMEOUT_S", 5),
-        anthropic_api_key=_str(env, "ANTHROPIC_API_KEY"),
+        metrics_token=_str(env, "ROOTLINE_METRICS_TOKEN"),
+        policy=policy_config(env),
         data_dir=data_dir,
         celery_eager=_bool(env, "ROOTLINE_CELERY_EAGER", False),
         task_visibility_s=_positive_int(env, "ROOTLINE_TASK_VISIBILITY_S", 900),
-        live_telemetry=_live_telemetry(env),
+        live_telemetry=live,
+        actions=actions_config(env, live.get("github")),
     )

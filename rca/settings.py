@@ -172,19 +172,31 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # must exceed the longest task: an investigation is bounded at a few minutes.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CONFIG.task_visibility_s}
 CELERY_RESULT_EXPIRES = 24 * 3600
+# Most tasks are fire-and-forget (their outcome is in the database): storing no result means sending
+# one never touches the result backend, so intake does not wait on it when Redis is down. The tasks
+# whose answer a caller waits for (ping, incident memory's) declare ignore_result=False.
+CELERY_TASK_IGNORE_RESULT = True
+# A caller waiting on a result gives up quickly when Redis is gone (Celery's default is 20 retries).
+CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {
+    "retry_policy": {"max_retries": 2, "interval_start": 0, "interval_step": 0.25, "interval_max": 0.5}
+}
 # Incident memory's tasks run where the vector store is: in Qdrant's local mode that is one worker
 # consuming this queue, the only process that may open the store's folder (see rca.memory.remote).
 CELERY_TASK_ROUTES = {"rootline.memory_*": {"queue": "memory"}, "rootline.index_memory": {"queue": "memory"}}
+# The intake outbox: investigations queued while the broker was down are sent by this sweep.
+CELERY_BEAT_SCHEDULE = {"dispatch-pending": {"task": "rootline.dispatch_pending", "schedule": 30.0}}
 
 ROOTLINE_GRAPH = CONFIG.graph
 ROOTLINE_QDRANT_URL = CONFIG.qdrant_url
 ROOTLINE_QDRANT_PATH = CONFIG.qdrant_path
 ROOTLINE_MEMORY_VIA_WORKER = CONFIG.memory_via_worker
 ROOTLINE_MEMORY_TIMEOUT_S = CONFIG.memory_timeout_s
+ROOTLINE_METRICS_TOKEN = CONFIG.metrics_token
 ROOTLINE_DATA_DIR = CONFIG.data_dir
 ROOTLINE_VAR_DIR = CONFIG.var_dir
-ANTHROPIC_API_KEY = CONFIG.anthropic_api_key
+ROOTLINE_POLICY = CONFIG.policy  # which policy investigates (rca.investigation.anthropic_policy)
 ROOTLINE_LIVE_TELEMETRY = CONFIG.live_telemetry
+ROOTLINE_ACTIONS = CONFIG.actions  # executors of approved actions (rca.actions)
 
 LOGGING = {
     "version": 1,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import template
@@ -35,3 +36,24 @@ def signal(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return str(value)
     return f"{value:.4g}"
+
+
+@register.filter
+def pretty_json(value: Any) -> str:
+    """A request payload as indented JSON, for the action page's execution record."""
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+@register.filter
+def diff_lines(patch: str) -> list[tuple[str, str]]:
+    """A unified diff's lines with a class each (add, del, hunk, file, ctx), so the page colours it."""
+    out = []
+    for line in (patch or "").splitlines():
+        if line.startswith(("+++", "---", "diff --git")):
+            kind = "file"
+        elif line.startswith("@@"):
+            kind = "hunk"
+        else:
+            kind = {"+": "add", "-": "del"}.get(line[:1], "ctx")
+        out.append((kind, line))
+    return out

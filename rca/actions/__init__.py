@@ -1,0 +1,1 @@
+"""Executors of approved actions (notify, issue, patch, pull request); see `rca.actions.executors`."""

@@ -116,6 +116,15 @@ class CandidateSerializer(serializers.Serializer[dict[str, Any]]):
     belief = serializers.CharField(help_text="origin, symptom, healthy or deferred.")
 
 
+class HopVerificationSerializer(serializers.Serializer[dict[str, Any]]):
+    """A hop's forward verification: structural, statistical and temporal rules, each pass / fail /
+    unknown; verified only when all pass."""
+
+    verified = serializers.BooleanField()
+    rules = serializers.DictField(child=serializers.ChoiceField(choices=["pass", "fail", "unknown"]))
+    failed = serializers.ListField(child=serializers.CharField(), help_text="Rules that did not pass.")
+
+
 class HopSerializer(serializers.Serializer[dict[str, Any]]):
     """One hop of the propagation path, cause -> effect."""
 
@@ -123,6 +132,9 @@ class HopSerializer(serializers.Serializer[dict[str, Any]]):
     effect = serializers.CharField()
     edge = serializers.BooleanField(help_text="The dependency graph has a call edge effect -> cause.")
     evidence = serializers.ListField(child=serializers.CharField())
+    verification = HopVerificationSerializer(
+        allow_null=True, required=False, help_text="Forward verification; null for hops never checked."
+    )
 
 
 class ChainEvidenceSerializer(serializers.Serializer[dict[str, Any]]):
@@ -361,18 +373,50 @@ class AuditEventSerializer(serializers.ModelSerializer[AuditEvent]):
 
 
 class ActionDetailSerializer(ActionProposalSerializer):
-    """A proposed action with its audit trail (oldest first)."""
+    """A proposed action with what executing it produced (artifact address, patch, the requests sent or,
+    in dry run, held back; see rca.actions) and its audit trail (oldest first)."""
 
     audit = serializers.SerializerMethodField()
 
     class Meta(ActionProposalSerializer.Meta):
-        fields = (*ActionProposalSerializer.Meta.fields, "audit")
+        fields = (
+            *ActionProposalSerializer.Meta.fields,
+            "artifact_url",
+            "patch",
+            "execution",
+            "executed_at",
+            "error",
+            "audit",
+        )
 
     @extend_schema_field(AuditEventSerializer(many=True))
     def get_audit(self, obj: ActionProposal) -> list[dict[str, Any]]:
         """Every event about this action, oldest first."""
         events = AuditEvent.objects.filter(target_type=obj._meta.label_lower, target_id=str(obj.pk))
         return list(AuditEventSerializer(events.order_by("at", "id"), many=True).data)
+
+
+class NextStepSerializer(serializers.Serializer[dict[str, Any]]):
+    """One bounded next step of recovery guidance."""
+
+    target = serializers.CharField(help_text="The entity (service.name) the step is about.")
+    operation = serializers.ChoiceField(choices=["examine", "widen_window", "rerun", "connect_modality"])
+    verify = serializers.CharField(help_text="The signal that would verify it.")
+    stop_when = serializers.CharField(help_text="When to give up on it.")
+    grounds = serializers.CharField(help_text="The recorded fact it derives from.")
+
+
+class GuidanceSerializer(serializers.Serializer[dict[str, Any]]):
+    """Why an investigation could not conclude (its failure anchor) and at most three next steps."""
+
+    anchor = serializers.CharField()
+    detail = serializers.CharField()
+    steps = NextStepSerializer(many=True)
+    dropped = serializers.ListField(child=serializers.CharField(), help_text="Refused steps, and why.")
+    from_investigation = serializers.IntegerField(required=False, help_text="Set on applied guidance.")
+    plan = serializers.DictField(
+        required=False, help_text="What the re-run changed: entities examined first, extra turns, window."
+    )
 
 
 class RecallSerializer(serializers.Serializer[dict[str, Any]]):
@@ -397,6 +441,8 @@ class InvestigationDetailSerializer(InvestigationSummarySerializer):
     hypotheses = HypothesisSerializer(many=True, read_only=True)
     proposals = ActionProposalSerializer(many=True, read_only=True)
     recall = RecallSerializer(read_only=True)
+    guidance = serializers.SerializerMethodField()
+    applied_guidance = serializers.SerializerMethodField()
 
     class Meta(InvestigationSummarySerializer.Meta):
         fields = (
@@ -416,7 +462,11 @@ class InvestigationDetailSerializer(InvestigationSummarySerializer):
             "tokens_out",
             "cost_usd",
             "error",
+            "policy_failure",
+            "policy_notes",
             "recall",
+            "guidance",
+            "applied_guidance",
             "projected_at",
             "indexed_at",
         )
@@ -424,6 +474,16 @@ class InvestigationDetailSerializer(InvestigationSummarySerializer):
             "projected_at": {"help_text": "When the result reached the graph; null while pending."},
             "indexed_at": {"help_text": "When the incident reached incident memory; null while pending."},
         }
+
+    @extend_schema_field(GuidanceSerializer(allow_null=True))
+    def get_guidance(self, obj: Investigation) -> Any:
+        """Recovery guidance of a no-confident exit (null otherwise)."""
+        return _stored(obj.guidance)
+
+    @extend_schema_field(GuidanceSerializer(allow_null=True))
+    def get_applied_guidance(self, obj: Investigation) -> Any:
+        """The earlier investigation's guidance this re-run applied (null for a plain run)."""
+        return _stored(obj.applied_guidance)
 
     @extend_schema_field(GateSerializer(allow_null=True))
     def get_gate(self, obj: Investigation) -> Any:
@@ -448,6 +508,14 @@ class IntakeResultSerializer(serializers.Serializer[dict[str, Any]]):
     alerts_stored = serializers.IntegerField()
     alerts_resolved = serializers.IntegerField()
     duplicates = serializers.IntegerField()
+
+
+class RerunRequestSerializer(serializers.Serializer[dict[str, Any]]):
+    """A re-run request."""
+
+    apply_guidance = serializers.BooleanField(
+        default=False, help_text="Apply this investigation's recovery guidance (409 when it has none)."
+    )
 
 
 class RerunSerializer(serializers.Serializer[dict[str, Any]]):

@@ -299,12 +299,20 @@ class InvestigationViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet[In
         Prefetch("proposals", queryset=ActionProposal.objects.select_related("investigation", "decided_by")),
     )
 
-    @extend_schema(request=None, responses={202: s.RerunSerializer, **_errors(401, 404), **_REFUSED})
+    @extend_schema(
+        request=s.RerunRequestSerializer,
+        responses={202: s.RerunSerializer, **_errors(400, 401, 404), **_REFUSED},
+    )
     @action(detail=True, methods=["post"])
     def rerun(self, request: Request, pk: str | None = None) -> Response:
-        """Queue a new investigation of the same incident (responder or approver)."""
+        """Queue a new investigation of the same incident (responder or approver), optionally applying
+        this investigation's recovery guidance."""
+        body = s.RerunRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
         try:
-            new = approvals.request_rerun(self.get_object(), request.user)
+            new = approvals.request_rerun(
+                self.get_object(), request.user, body.validated_data["apply_guidance"]
+            )
         except ApprovalError as exc:
             return _refused(exc)
         return Response(

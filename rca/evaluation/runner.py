@@ -65,6 +65,8 @@ def evaluate_case(data_dir: Path, ref: CaseRef, config: EngineConfig) -> CaseRow
         tier=result.outcome.tier.value,
         capped_confidence=result.outcome.confidence.capped,
         seconds=seconds,
+        hops=len(result.path),
+        verified_hops=sum(1 for h in result.path if h.verification and h.verification.verified),
     )
 
 

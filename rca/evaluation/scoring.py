@@ -50,6 +50,8 @@ class CaseRow:
     tier: str
     capped_confidence: float
     seconds: float
+    hops: int = 0  # propagation-path hops of the conclusion
+    verified_hops: int = 0  # of those, the ones passing every forward-verification rule
 
     @property
     def key(self) -> str:
@@ -75,6 +77,8 @@ class CaseRow:
             "seconds": f"{self.seconds:.3f}",
             "predicted_kind": self.predicted_kind or "",
             "truth_kind": self.truth_kind or "",
+            "hops": self.hops,
+            "verified_hops": self.verified_hops,
         }
 
 
@@ -88,6 +92,7 @@ def score(rows: Sequence[CaseRow]) -> dict[str, Any]:
     labelled = [r for r in rows if r.truth_kind is not None]
     confident = [r for r in rows if r.exit == "confident"]
     acs = [ac_at(rows, k) for k in range(1, 6)]
+    hops = sum(r.hops for r in rows)
     return {
         "cases": len(rows),
         "ac1": round(acs[0], 4),
@@ -107,6 +112,8 @@ def score(rows: Sequence[CaseRow]) -> dict[str, Any]:
             round(sum(1 for r in confident if r.rank == 1) / len(confident), 4) if confident else None
         ),
         "median_seconds": round(statistics.median(r.seconds for r in rows), 4) if rows else 0.0,
+        # The share of propagation-path hops passing all forward-verification rules (PAVE).
+        "path_verified_rate": round(sum(r.verified_hops for r in rows) / hops, 4) if hops else None,
     }
 
 

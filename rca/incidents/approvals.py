@@ -56,6 +56,7 @@ class ApprovalError(Exception):
     ALREADY_DECIDED = "already_decided"
     REASON_REQUIRED = "reason_required"
     ALREADY_RUNNING = "already_running"
+    NO_GUIDANCE = "no_guidance"
 
     def __init__(self, code: str, message: str, **detail: Any) -> None:
         self.code = code
@@ -140,14 +141,20 @@ def reject(proposal: ActionProposal, user: User, reason: str) -> ActionProposal:
     )
 
 
-def request_rerun(investigation: Investigation, user: User) -> Investigation:
+def request_rerun(investigation: Investigation, user: User, apply_guidance: bool = False) -> Investigation:
     """Queue a new investigation of the same incident (responder or approver); returns the new one.
 
-    Refused while an investigation of that incident is still queued or running.
+    With `apply_guidance`, the new run applies this investigation's recovery guidance. Refused while
+    an investigation of that incident is still queued or running, and when there is no guidance to apply.
     """
 
     def rerun() -> Investigation:
         _require(user, Role.RESPONDER, "re-run an investigation")
+        if apply_guidance and not (investigation.guidance or {}).get("steps"):
+            raise ApprovalError(
+                ApprovalError.NO_GUIDANCE,
+                f"investigation {investigation.pk} has no recovery guidance to apply",
+            )
         with transaction.atomic():
             incident = Incident.objects.select_for_update().get(pk=investigation.incident_id)
             busy = incident.investigations.filter(
@@ -159,12 +166,16 @@ def request_rerun(investigation: Investigation, user: User) -> Investigation:
                     f"investigation {busy.pk} of this incident is still {busy.status}",
                     investigation=busy.pk,
                 )
-            new = queue_investigation(incident)
+            new = queue_investigation(incident, guidance_from=investigation if apply_guidance else None)
             record_audit(
                 "investigation.rerun_requested",
                 investigation,
                 actor=_actor(user),
-                detail={"incident": incident.pk, "new_investigation": new.pk},
+                detail={
+                    "incident": incident.pk,
+                    "new_investigation": new.pk,
+                    "apply_guidance": apply_guidance,
+                },
             )
             return new
 
@@ -172,10 +183,9 @@ def request_rerun(investigation: Investigation, user: User) -> Investigation:
 
 
 def queue_execution(proposal: ActionProposal) -> bool:
-    """Hand an approved proposal to the executor task, if one is registered; True when queued.
-
-    The executors arrive with the `rootline.execute_action` task (issue 9). Until then the approval
-    is recorded as pending execution: nothing pretends to have executed it.
+    """Hand an approved proposal to the executor task (`rootline.execute_action`, which checks the
+    approval again itself, see rca.actions); True when queued. Should the task not be registered in
+    this process, the approval is recorded as pending execution: nothing pretends to have run it.
     """
     from celery_app.app import app  # looked up by name: incidents never import the task module
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,9 @@ from rca.core.actions import max_allowed_tier
 from rca.core.gate import GateExit
 from rca.incidents.models import ActionProposal, Evidence, Hypothesis, Incident, Investigation
 from rca.incidents.services import record_audit
+from rca.investigation.anthropic_policy import policy_factory
 from rca.investigation.engine import EngineConfig, investigate
+from rca.investigation.guidance import RerunPlan
 from rca.investigation.narrative import action_body, action_title
 from rca.investigation.result import InvestigationResult
 from rca.telemetry.cases import find_case, load_case
@@ -35,14 +38,20 @@ log = logging.getLogger(__name__)
 INVESTIGATE_TASK = "rootline.investigate"
 
 
-def queue_investigation(incident: Incident) -> Investigation:
-    """Create the next investigation of `incident` and send it to a worker once this commits."""
+def queue_investigation(incident: Incident, guidance_from: Investigation | None = None) -> Investigation:
+    """Create the next investigation of `incident` and send it to a worker once this commits.
+
+    With `guidance_from`, the new run applies that investigation's recovery guidance (see
+    `rca.investigation.guidance.RerunPlan`).
+    """
     attempt = incident.investigations.count() + 1
+    applied = {"from_investigation": guidance_from.pk, **guidance_from.guidance} if guidance_from else {}
     investigation = Investigation.objects.create(
         incident=incident,
         attempt_key=f"{incident.pk}:{attempt}",
-        policy=Investigation.Policy.OFFLINE,
+        policy=settings.ROOTLINE_POLICY.kind,
         status=Investigation.Status.QUEUED,
+        applied_guidance=applied,
     )
     Incident.objects.filter(pk=incident.pk).exclude(status=Incident.Status.RESOLVED).update(
         status=Incident.Status.INVESTIGATING
@@ -57,12 +66,48 @@ def queue_investigation(incident: Incident) -> Investigation:
             "investigation": investigation.pk,
         },
     )
+    transaction.on_commit(lambda: dispatch(investigation.pk))
+    return investigation
+
+
+def dispatch(investigation_id: int) -> bool:
+    """Send the investigate task for a queued investigation and mark it dispatched; True when sent.
+
+    The row is the outbox: when the broker is down the alert and its queued investigation are
+    already committed, the failure is logged, and `dispatch_pending` sends it once the broker is back.
+    Publishing does not retry here, so an intake request never hangs on a dead broker.
+    """
+    from kombu.exceptions import OperationalError as BrokerError
+
     # The task is looked up by name in the app's registry: incidents do not import the task module.
     from celery_app.app import app
 
-    task = app.tasks[INVESTIGATE_TASK]
-    transaction.on_commit(lambda: task.delay(investigation.pk))
-    return investigation
+    try:
+        app.tasks[INVESTIGATE_TASK].apply_async((investigation_id,), retry=False)
+    except (BrokerError, OSError) as exc:
+        log.warning(
+            "investigation %s not sent (broker unavailable: %s); the outbox will send it",
+            investigation_id,
+            exc,
+        )
+        return False
+    Investigation.objects.filter(pk=investigation_id, dispatched_at__isnull=True).update(
+        dispatched_at=timezone.now()
+    )
+    return True
+
+
+def dispatch_pending(limit: int = 500) -> int:
+    """Send every queued investigation the broker never received (oldest first); returns how many."""
+    pending = Investigation.objects.filter(
+        status=Investigation.Status.QUEUED, dispatched_at__isnull=True
+    ).order_by("created_at", "pk")
+    sent = 0
+    for pk in pending.values_list("pk", flat=True)[:limit]:
+        if not dispatch(pk):
+            break  # the broker is still down: try again next sweep
+        sent += 1
+    return sent
 
 
 def telemetry_for(incident: Incident) -> tuple[TelemetrySource, Alert]:
@@ -114,16 +159,20 @@ def run_investigation(
         investigation.error = ""
         investigation.save(update_fields=["status", "started_at", "progress", "error"])
     incident = investigation.incident
+    config = config or EngineConfig(policy=policy_factory(settings.ROOTLINE_POLICY))
+    recalled = dict(priors or {})
+    if investigation.applied_guidance:
+        plan = RerunPlan.from_guidance(investigation.applied_guidance)
+        config, priors = _apply(plan, config, priors)
+        investigation.applied_guidance = {**investigation.applied_guidance, "plan": plan.to_dict()}
+        Investigation.objects.filter(pk=investigation.pk).update(
+            applied_guidance=investigation.applied_guidance
+        )
     try:
         source, alert = telemetry_for(incident)
         topology = source.topology()
-        result = investigate(
-            source,
-            alert,
-            config or EngineConfig(),
-            priors=priors,
-            progress=_progress_writer(investigation.pk),
-        )
+        progress = _progress_writer(investigation.pk)
+        result = investigate(source, alert, config, priors=priors, progress=progress)
     except Exception as exc:
         log.exception("investigation %s failed", investigation.pk)
         Investigation.objects.filter(pk=investigation.pk).update(
@@ -137,9 +186,26 @@ def run_investigation(
         investigation,
         result,
         topology=topology,
-        recall={"priors": dict(priors or {}), "note": recall_note},
+        recall={"priors": recalled, "note": recall_note},
     )
     return investigation
+
+
+def _apply(
+    plan: RerunPlan, config: EngineConfig, priors: Mapping[str, float] | None
+) -> tuple[EngineConfig, dict[str, float]]:
+    """The engine settings and seeding priors of a re-run that applies recovery guidance: the entities
+    to examine first as priors (never evidence), more turns, a wider incident window."""
+    merged = dict(priors or {})
+    for entity, prior in plan.priors().items():
+        merged[entity] = max(prior, merged.get(entity, 0.0))
+    widened = replace(
+        config,
+        max_turns=config.max_turns + plan.extra_turns,
+        before_onset_s=config.before_onset_s * plan.widen,
+        after_onset_s=config.after_onset_s * plan.widen,
+    )
+    return widened, merged
 
 
 def _observed(at: float) -> datetime:
@@ -180,6 +246,10 @@ def store_result(
     investigation.tokens_out = result.tokens_out
     investigation.cost_usd = result.cost_usd
     investigation.topology = topology.to_dict() if topology is not None else {}
+    investigation.guidance = doc["guidance"] or {}
+    investigation.policy = result.policy
+    investigation.policy_failure = result.policy_failure or ""
+    investigation.policy_notes = list(result.policy_notes)
     investigation.recall = dict(recall or {})
     investigation.projected_at = None  # a re-run's result is projected and indexed again
     investigation.indexed_at = None

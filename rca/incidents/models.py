@@ -134,6 +134,8 @@ class Investigation(models.Model):
     class Policy(models.TextChoices):
         OFFLINE = "offline"
         ANTHROPIC = "anthropic"
+        # The Anthropic policy gave way to the offline one part-way (errors, a refusal; see policy_notes).
+        ANTHROPIC_FALLBACK = "anthropic->offline"
 
     class Status(models.TextChoices):
         QUEUED = "queued"
@@ -144,7 +146,7 @@ class Investigation(models.Model):
     incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="investigations")
     # Chosen by the task that runs the attempt (e.g. "<incident>:<n>"); a redelivered task finds its row.
     attempt_key = models.CharField(max_length=200, unique=True)
-    policy = models.CharField(max_length=16, choices=Policy.choices, default=Policy.OFFLINE)
+    policy = models.CharField(max_length=32, choices=Policy.choices, default=Policy.OFFLINE)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -176,6 +178,21 @@ class Investigation(models.Model):
     # re-indexing can finish it.
     projected_at = models.DateTimeField(null=True, blank=True)
     indexed_at = models.DateTimeField(null=True, blank=True)
+    # The outbox mark: when the investigate task reached the broker. Null while queued means it has not
+    # (the broker was down at intake); `dispatch_pending` sends it once the broker is back.
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    policy_failure = models.TextField(
+        blank=True, help_text="Why the policy failed closed (token or cost budget); then nothing is named."
+    )
+    policy_notes = models.JSONField(
+        default=list, blank=True, help_text="Retries, refused model calls, a fallback to the offline policy."
+    )
+    guidance = models.JSONField(
+        default=dict, blank=True, help_text="Recovery guidance of a no-confident exit: anchor and next steps."
+    )
+    applied_guidance = models.JSONField(
+        default=dict, blank=True, help_text="The earlier guidance this re-run applied, and how."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -259,6 +276,15 @@ class ActionProposal(models.Model):
     )
     decided_at = models.DateTimeField(null=True, blank=True)
     reason = models.TextField(blank=True)
+    # What executing the approved action produced (rca.actions): the artifact's address, the patch,
+    # and the requests sent (or, in dry run, that would have been sent).
+    artifact_url = models.URLField(max_length=500, blank=True)
+    patch = models.TextField(blank=True, help_text="The proposed change as a unified diff.")
+    execution = models.JSONField(
+        default=dict, blank=True, help_text="kind, dry_run, requests, patch_note, number, branch."
+    )
+    executed_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True, help_text="Why the last execution attempt failed.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -14,6 +14,8 @@ from rca.core.grounding import Citation, assemble_chain
 from rca.core.hypotheses import Hypothesis, HypothesisState, HypothesisTree
 from rca.core.modes import Mode
 from rca.investigation.controller import LoopOutcome, LoopSettings
+from rca.investigation.guidance import SEEDS_RECORDED, guidance_for
+from rca.investigation.path_checks import check_hop
 from rca.investigation.policy import Policy
 from rca.investigation.result import Belief, Candidate, Hop, InvestigationResult
 from rca.investigation.seed import Suspect
@@ -50,7 +52,7 @@ def rank_candidates(
 
     score_of = {s.entity: s.score for s in suspects}
 
-    def key(s: Suspect) -> tuple[int, int, float, int, str]:
+    def key(s: Suspect) -> tuple[int, bool, int, float, int, str]:
         first = 0 if named is not None and s.entity == named.entity else 1
         belief = loop.beliefs.get(s.entity, Belief.DEFERRED)
         order = _BELIEF_ORDER[belief]
@@ -60,7 +62,9 @@ def rank_candidates(
         rivals = [score_of[c] for c in (explained_by or {}).get(s.entity, ()) if c in score_of]
         if rivals and max(rivals) <= score:
             score, behind = max(rivals), 1
-        return (first, order, -score, behind, s.entity)
+        # An entity nothing pointed at ranks after every one that showed something, even one whose
+        # visit refuted it: a refutation speaks to one hypothesis, an empty seed to none.
+        return (first, s.score <= 0, order, -score, behind, s.entity)
 
     return [
         Candidate(
@@ -103,7 +107,8 @@ def explanatory_frontier(ctx: ToolContext, tree: HypothesisTree) -> tuple[str, .
 
 
 def propagation_path(ctx: ToolContext, tree: HypothesisTree, root: str) -> tuple[Hop, ...]:
-    """Hops from the root cause to the alerting symptom, each with the evidence about its two ends."""
+    """Hops from the root cause to the alerting symptom, each with the evidence about its two ends and
+    its forward verification (kept when a rule fails, marked unverified with the rule)."""
     symptom = ctx.alert.entity
     if root == symptom:
         return ()
@@ -115,7 +120,7 @@ def propagation_path(ctx: ToolContext, tree: HypothesisTree, root: str) -> tuple
     hops = []
     for cause, effect in pairwise(chain):
         seen = tuple(about.get(cause, [])[:3] + about.get(effect, [])[:3])
-        hops.append(Hop(cause, effect, calls is not None, seen))
+        hops.append(Hop(cause, effect, calls is not None, seen, check_hop(ctx, cause, effect)))
     return tuple(hops)
 
 
@@ -139,6 +144,8 @@ def conclude(
         # Shadow: the legacy behaviour names the policy's best guess, proven or not.
         named = tree.root_cause or _best_guess(tree, loop.priority)
         exit_ = GateExit.CONFIDENT if named is not None else GateExit.NO_CONFIDENT_ROOT_CAUSE
+    if policy.failure is not None:  # a policy that failed closed names nothing, whatever was proven
+        named, exit_ = None, GateExit.NO_CONFIDENT_ROOT_CAUSE
     explained_by = _explained_by_changes(ctx, suspects)
     candidates = rank_candidates(suspects, loop, named, explained_by)
     root = next((c for c in candidates if named is not None and c.entity == named.entity), None)
@@ -155,6 +162,9 @@ def conclude(
         subscores=score_of[root.entity].subscores if root and root.entity in score_of else None,
     )
     confidence = policy.confidence(tree, named, margin)
+    if policy.failure is not None and named is not None:
+        # It failed closed while rating this conclusion: conclude again, now naming nothing.
+        return conclude(ctx, loop, suspects, settings, policy, citations, cap_mode)
     if not settings.gate_mode.governs and named is not None and confidence == 0.0:
         confidence = round(0.5 + 0.4 * margin, 4)  # the legacy run trusts its own ranking
     outcome = map_outcome(exit_, confidence, chain.grounding, cap_mode)
@@ -165,7 +175,13 @@ def conclude(
         gate=gate,
         gate_mode=settings.gate_mode,
         exit="confident" if exit_ is GateExit.CONFIDENT else "no_confident_root_cause",
-        stop_reason=loop.control.decision.reason if settings.gate_mode.governs else _legacy_reason(loop),
+        stop_reason=(
+            f"the policy failed closed: {policy.failure}"
+            if policy.failure is not None
+            else loop.control.decision.reason
+            if settings.gate_mode.governs
+            else _legacy_reason(loop)
+        ),
         turns=loop.turns,
         elapsed_s=loop.elapsed_s,
         hypotheses=tree.hypotheses,
@@ -177,10 +193,17 @@ def conclude(
         outcome=outcome,
         beliefs=dict(loop.beliefs),
         steps=tuple(loop.steps),
-        subscores={s.entity: dict(s.subscores) for s in suspects[:10]},
+        subscores={s.entity: dict(s.subscores) for s in suspects[:SEEDS_RECORDED]},
         tokens_in=policy.tokens_in,
         tokens_out=policy.tokens_out,
         cost_usd=policy.cost_usd,
+        policy_failure=policy.failure,
+        policy_notes=policy.notes,
+        guidance=(
+            guidance_for(ctx, tree, loop.control.decision.state, suspects, policy.failure is not None)
+            if exit_ is GateExit.NO_CONFIDENT_ROOT_CAUSE
+            else None
+        ),
     )
 
 

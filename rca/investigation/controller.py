@@ -22,7 +22,7 @@ from rca.investigation.policy import LoopView, Policy
 from rca.investigation.result import Belief, Step
 from rca.investigation.seed import Suspect, hypothesis_for
 from rca.tools.base import Capture, EvidenceCapturingTool, Tool, ToolContext
-from rca.tools.stats import KNEE
+from rca.tools.stats import KNEE, UNREMARKABLE
 
 Progress = Callable[[int, str, int], None]  # turn, last tool, hypotheses so far
 
@@ -61,10 +61,19 @@ def _label(captures: list[Capture]) -> Belief:
         raw, own = c.result.measurements.get("z"), c.result.measurements.get("own_z")
         if isinstance(raw, float) and isinstance(own, float) and raw >= KNEE > own:
             return Belief.SYMPTOM  # it moved, but a callee shows the same
+    # A tool that saw the entity move but could not decide (a score in its contested band) keeps it
+    # open: one lane's fault (a code defect in the logs) may leave the other lanes quiet.
+    moved = any(c.evidence.verdict is Verdict.INCONCLUSIVE and _score_of(c) >= UNREMARKABLE for c in captures)
     decisive = [v for v in verdicts if v is not Verdict.INCONCLUSIVE]
-    if decisive and all(v is Verdict.REFUTES for v in decisive):
+    if decisive and not moved and all(v is Verdict.REFUTES for v in decisive):
         return Belief.HEALTHY
     return Belief.DEFERRED
+
+
+def _score_of(capture: Capture) -> float:
+    """The tool's anomaly score (0 when it gave none, as topology does)."""
+    score = capture.result.signals.get("anomaly_score")
+    return float(score) if isinstance(score, int | float) else 0.0
 
 
 class Controller:
@@ -122,6 +131,9 @@ class Controller:
                 wants_to_finish = True
                 continue
             hypothesis = action.hypothesis
+            if hypothesis.id not in hypotheses:  # a policy's proposal joins the tree; its state stays derived
+                hypotheses[hypothesis.id] = hypothesis
+                priority[hypothesis.id] = hypothesis.prior
             captures = [self.tools[name](self.ctx, hypothesis) for name in action.tools if name in self.tools]
             visited.add(hypothesis.id)
             turns += 1

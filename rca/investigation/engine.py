@@ -38,6 +38,8 @@ class EngineConfig:
     before_onset_s: float = 10 * MINUTE
     after_onset_s: float = 5 * MINUTE
     baseline_s: float = 60 * MINUTE
+    # Makes each investigation's policy (a policy keeps per-investigation state such as its budget).
+    policy: Callable[[], Policy] = OfflinePolicy
 
 
 def windows(source: TelemetrySource, onset: float, config: EngineConfig) -> tuple[TimeWindow, TimeWindow]:
@@ -72,7 +74,7 @@ def investigate(
         belief_propagation=config.belief_propagation,
         seeds=config.seeds,
     )
-    chosen = policy or OfflinePolicy()
+    chosen = policy or config.policy()
     controller = Controller(ctx, chosen, tools_for(config.tools, available), settings, clock, progress)
     loop = controller.run(suspects)
     return conclude(ctx, loop, suspects, settings, chosen, citations(ctx), config.cap_mode)

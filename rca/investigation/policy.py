@@ -45,6 +45,8 @@ class Policy(Protocol):
     tokens_in: int
     tokens_out: int
     cost_usd: float
+    failure: str | None  # why the policy failed closed; the conclusion then names no root cause
+    notes: tuple[str, ...]  # what happened to the policy itself (retries, rejected calls, fallback)
 
     def choose(self, view: LoopView) -> Action | None:
         """The next action, or None to finish."""
@@ -70,6 +72,8 @@ class OfflinePolicy:
     tokens_in = 0
     tokens_out = 0
     cost_usd = 0.0
+    failure: str | None = None
+    notes: tuple[str, ...] = ()
 
     def choose(self, view: LoopView) -> Action | None:
         """The top of the frontier; finish when it is empty."""

@@ -11,8 +11,10 @@ from rca.core.actions import Outcome
 from rca.core.evidence import Evidence
 from rca.core.gate import GateDecision
 from rca.core.grounding import EvidenceChain
+from rca.core.guidance import Guidance
 from rca.core.hypotheses import Hypothesis
 from rca.core.modes import Mode
+from rca.core.path_verification import HopVerification
 
 
 class Belief(StrEnum):
@@ -42,6 +44,17 @@ class Hop:
     effect: str
     edge: bool  # the dependency graph has effect -> cause (the effect calls the cause)
     evidence: tuple[str, ...]  # one-line summaries of the evidence about both ends
+    verification: HopVerification | None = None  # the forward-verification rules' results
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form, with `verification` null when the hop was not checked."""
+        return {
+            "cause": self.cause,
+            "effect": self.effect,
+            "edge": self.edge,
+            "evidence": list(self.evidence),
+            "verification": self.verification.to_dict() if self.verification else None,
+        }
 
 
 @dataclass(frozen=True)
@@ -83,6 +96,9 @@ class InvestigationResult:
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float = 0.0
+    policy_failure: str | None = None  # why the policy failed closed (then nothing is named)
+    policy_notes: tuple[str, ...] = ()  # retries, rejected model calls, a fallback to the offline policy
+    guidance: Guidance | None = None  # recovery guidance, when no confident root cause was found
 
     @property
     def confident(self) -> bool:
@@ -104,10 +120,7 @@ class InvestigationResult:
             "candidates": [_candidate(c) for c in self.candidates],
             "root_cause": _candidate(self.root_cause) if self.root_cause else None,
             "frontier": list(self.frontier),
-            "path": [
-                {"cause": h.cause, "effect": h.effect, "edge": h.edge, "evidence": list(h.evidence)}
-                for h in self.path
-            ],
+            "path": [h.to_dict() for h in self.path],
             "chain": _chain(self.chain),
             "outcome": {
                 "kind": self.outcome.kind.value,
@@ -135,6 +148,9 @@ class InvestigationResult:
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
             "cost_usd": self.cost_usd,
+            "policy_failure": self.policy_failure,
+            "policy_notes": list(self.policy_notes),
+            "guidance": self.guidance.to_dict() if self.guidance else None,
         }
 
 

@@ -30,13 +30,14 @@ def call(task: str, *args: Any) -> Any:
     from celery.exceptions import TimeoutError as CeleryTimeout
     from django.conf import settings
     from kombu.exceptions import OperationalError
+    from redis.exceptions import RedisError
 
     from celery_app.app import app
 
     timeout = settings.ROOTLINE_MEMORY_TIMEOUT_S
     try:
-        pending = app.send_task(task, args=args, queue=QUEUE, expires=timeout)
-    except OperationalError as exc:  # the broker is down
+        pending = app.send_task(task, args=args, queue=QUEUE, expires=timeout, retry=False)
+    except (OperationalError, RedisError, RuntimeError) as exc:  # the broker / result store is down
         raise MemoryUnavailable(f"incident memory can't be asked: {exc}") from exc
     try:
         # Investigation workers wait on the memory worker, a different pool, so this cannot deadlock.
@@ -46,7 +47,7 @@ def call(task: str, *args: Any) -> Any:
             f"incident memory did not answer within {timeout}s: is a worker consuming the '{QUEUE}' "
             "queue running?"
         ) from exc
-    except OperationalError as exc:
+    except (OperationalError, RedisError, RuntimeError) as exc:
         raise MemoryUnavailable(f"incident memory's answer was lost: {exc}") from exc
     finally:
         pending.forget()

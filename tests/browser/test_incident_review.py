@@ -6,11 +6,8 @@ screenshot under test-artifacts/browser/, and no request may leave 127.0.0.1 / l
 from __future__ import annotations
 
 import contextlib
-import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 from django.contrib.auth.models import User
@@ -19,14 +16,13 @@ from django.core.management import call_command
 from rca.core.grounding import Grounding
 from rca.incidents.investigations import run_investigation
 from rca.incidents.models import ActionProposal, Incident
+from tests.browser.conftest import PASSWORD, Session
 from tests.integration.api import factories
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow]
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 CASE = ("rcd-sockshop", "rcd/carts-cpu/1")
-PASSWORD = "pw-123456!"
-LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 
 
 @pytest.fixture
@@ -43,70 +39,6 @@ def case(transactional_db: None) -> Incident:
     with contextlib.suppress(index.MemoryUnavailable):
         index.index_incident(incident.pk)
     return incident
-
-
-class Session:
-    """One browser context for one user, recording every request's host and every console error."""
-
-    def __init__(self, browser: Any, base: str, artifacts: Path, who: str) -> None:
-        self.context = browser.new_context(viewport={"width": 1360, "height": 900})
-        self.page = self.context.new_page()
-        self.base = base
-        self.artifacts = artifacts
-        self.who = who
-        self.hosts: set[str] = set()
-        self.errors: list[str] = []
-        self.failed: list[str] = []
-        self.page.on("request", lambda request: self.hosts.add(urlsplit(request.url).hostname or request.url))
-        self.page.on("console", self._console)
-        self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
-        self.page.on(
-            "response",
-            lambda r: (
-                self.failed.append(f"{r.request.method} {urlsplit(r.url).path} {r.status}")
-                if r.status >= 400
-                else None
-            ),
-        )
-
-    def _console(self, message: Any) -> None:
-        # An HTTP error status is logged as "Failed to load resource"; those are checked via `failed`.
-        if message.type == "error" and not message.text.startswith("Failed to load resource"):
-            self.errors.append(message.text)
-
-    def goto(self, path: str) -> Any:
-        return self.page.goto(self.base + path)
-
-    def shot(self, name: str) -> None:
-        self.page.screenshot(path=str(self.artifacts / f"{name}.png"), full_page=True)
-
-    def login(self, username: str) -> None:
-        self.goto("/login/")
-        self.page.fill("input[name=username]", username)
-        self.page.fill("input[name=password]", PASSWORD)
-        self.page.click("form.login button[type=submit]")
-        self.page.wait_for_url(re.compile(r".*/incidents/$"))
-
-    def close(self) -> None:
-        self.context.close()
-
-
-@pytest.fixture
-def sessions(browser: Any, live_server: Any, artifacts: Path) -> Iterator[list[Session]]:
-    """Browser sessions opened by a test; afterwards every one must have stayed on the host."""
-    opened: list[Session] = []
-    yield opened
-    for session in opened:
-        session.close()
-    for session in opened:
-        assert session.hosts <= LOCAL_HOSTS, (
-            f"{session.who} requested other hosts: {session.hosts - LOCAL_HOSTS}"
-        )
-        # A CSP violation (an inline style or script) shows up as a console error.
-        assert not session.errors, f"{session.who} console errors: {session.errors}"
-        # The only error statuses are the refused approvals the test provokes (403 on an action page).
-        unexpected = [f for f in session.failed if not re.fullmatch(r"POST /actions/\d+/ 403", f)]
-        assert not unexpected, f"{session.who} got error responses: {unexpected}"
 
 
 def test_review_an_investigated_case_end_to_end(

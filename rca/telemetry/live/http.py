@@ -14,7 +14,7 @@ import email.utils
 import random
 import ssl
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Self
@@ -54,6 +54,16 @@ class RetryPolicy:
         """Delay before retry number `retry` (1-based): exponential, capped, equal jitter."""
         ceiling = min(self.max_delay, self.base_delay * 2.0 ** (retry - 1))
         return ceiling / 2 + rng() * ceiling / 2
+
+
+class HTTPFailure(TelemetryError):
+    """A request that got no usable answer: `status` is the last HTTP status (None when the server
+    was unreachable), `transient` says whether trying again later may succeed (429, 5xx, timeouts)."""
+
+    def __init__(self, backend: str, reason: str, *, status: int | None, transient: bool) -> None:
+        super().__init__(backend, reason)
+        self.status = status
+        self.transient = transient
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,47 +199,82 @@ class BackendClient:
 
     def get(self, path: str, params: Params | None = None) -> httpx.Response:
         """GET with retries; a 2xx response, or a TelemetryError explaining why there is none."""
-        request = self._http.build_request("GET", path, params=params)
+        return self.request("GET", path, params=params)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Params | None = None,
+        json: Any = None,
+        allow: Collection[int] = (),
+    ) -> httpx.Response:
+        """Send with retries; a 2xx response or one whose status is in `allow` (for the caller to
+        read, e.g. a 404 from a lookup), else an `HTTPFailure` explaining why there is none.
+
+        A POST is retried here only on rate limits and refused connections: after a 5xx or a lost
+        connection it may have taken effect, so repeating it is left to a caller that can first look
+        up what the first attempt did (`HTTPFailure.transient` says it may).
+        """
+        request = self._http.build_request(method, path, params=params, json=json)
         deadline = self._clock() + self.retry.max_total
         attempt = 0
         while True:
             attempt += 1
             failure: str
+            status: int | None = None
             wait: float | None = None
             try:
                 response = self._http.send(request)
-            except httpx.TimeoutException as exc:
-                failure = f"timed out after {self.timeout:g} s ({type(exc).__name__})"
             except httpx.TransportError as exc:
-                failure = f"unreachable ({type(exc).__name__}: {exc})"
+                failure = (
+                    f"timed out after {self.timeout:g} s ({type(exc).__name__})"
+                    if isinstance(exc, httpx.TimeoutException)
+                    else f"unreachable ({type(exc).__name__}: {exc})"
+                )
+                if method == "POST" and not isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+                    # The request may have arrived: the caller looks up what it did before retrying.
+                    raise self._failure(f"{self._describe(request)} failed: {failure}", None, True) from exc
             else:
-                if response.is_success:
+                if response.is_success or response.status_code in allow:
                     return response
-                failure = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
+                status = response.status_code
+                failure = f"HTTP {status} {response.reason_phrase}".rstrip()
                 detail = self._error_detail(response)
                 if detail:
                     failure += f": {detail}"
-                if not self._retryable(response):
-                    raise self.error(f"{self._describe(request)} failed with {failure}")
+                transient = self._retryable(response)
+                # A POST answered with a 5xx may have taken effect: the caller looks before repeating it.
+                if not transient or (method == "POST" and status >= 500):
+                    raise self._failure(f"{self._describe(request)} failed with {failure}", status, transient)
                 wait = self._retry_after(response)
             if attempt >= self.retry.max_attempts:
-                raise self.error(f"{self._describe(request)} failed after {attempt} attempts: {failure}")
+                raise self._failure(
+                    f"{self._describe(request)} failed after {attempt} attempts: {failure}", status, True
+                )
             delay = wait if wait is not None else self.retry.backoff(attempt, self._rng)
             remaining = deadline - self._clock()
             if delay > remaining:
                 asked = f"server asked to wait {delay:g} s" if wait is not None else f"next wait {delay:g} s"
-                raise self.error(
+                raise self._failure(
                     f"{self._describe(request)} failed after {attempt} attempts "
-                    f"({asked}, beyond the {self.retry.max_total:g} s retry budget): {failure}"
+                    f"({asked}, beyond the {self.retry.max_total:g} s retry budget): {failure}",
+                    status,
+                    True,
                 )
             self._sleep(delay)
 
     # --- internals ---
 
+    def _failure(self, reason: str, status: int | None, transient: bool) -> HTTPFailure:
+        error = self.error(reason)
+        return HTTPFailure(error.backend, error.reason, status=status, transient=transient)
+
     def _describe(self, request: httpx.Request) -> str:
         # Scheme, host and path only: query strings can be long and user-info is already gone.
         url = request.url
-        return f"GET {url.scheme}://{url.netloc.decode()}{url.path}"
+        return f"{request.method} {url.scheme}://{url.netloc.decode()}{url.path}"
 
     @staticmethod
     def _retryable(response: httpx.Response) -> bool:

@@ -28,7 +28,8 @@ def user(role: str | None, name: str | None = None, **extra: Any) -> User:
         name or f"{role or 'norole'}-{next(_seq)}", password="pw-123456!", **extra
     )
     if role:
-        account.groups.add(Group.objects.get(name=role))
+        # get_or_create: a transactional test's flush removes the rows migration 0004_roles made.
+        account.groups.add(Group.objects.get_or_create(name=role)[0])
     return account
 
 
@@ -109,7 +110,17 @@ def investigation(
         root_cause_kind=fault_kind if confident else "",
         candidates=[{"entity": root, "fault_kind": fault_kind, "score": 0.8, "belief": "origin"}],
         propagation_path=[
-            {"cause": root, "effect": "checkout", "edge": True, "evidence": [evidence_item["summary"]]}
+            {
+                "cause": root,
+                "effect": "checkout",
+                "edge": True,
+                "evidence": [evidence_item["summary"]],
+                "verification": {
+                    "verified": True,
+                    "rules": {"structural": "pass", "statistical": "pass", "temporal": "pass"},
+                    "failed": [],
+                },
+            }
         ],
         evidence_chain={
             "entity": root,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -74,7 +74,7 @@ def test_detail_shows_the_ceiling_and_audit_trail(
     assert body["audit"] == []
     approver.post(url(partial, "approve"), {"reason": "evidence is clear"}, format="json")
     audit = viewer.get(url(partial)).json()["audit"]
-    assert [e["verb"] for e in audit] == ["action.approved", "action.execution_pending"]
+    assert [e["verb"] for e in audit] == ["action.approved", "action.execution_queued"]
     assert audit[0]["detail"]["reason"] == "evidence is clear"
 
 
@@ -84,9 +84,7 @@ def test_unknown_action_is_404(viewer: APIClient, approver: APIClient) -> None:
     assert approver.post("/api/v1/actions/777777/reject/", {"reason": "x"}, format="json").status_code == 404
 
 
-def test_approver_approves_and_execution_is_pending_until_executors_exist(
-    approver: APIClient, grounded: ActionProposal
-) -> None:
+def test_approver_approves_and_the_execution_is_queued(approver: APIClient, grounded: ActionProposal) -> None:
     response = approver.post(url(grounded, "approve"), {"reason": "PR is right"}, format="json")
     assert response.status_code == 200, response.content
     body = response.json()
@@ -94,7 +92,7 @@ def test_approver_approves_and_execution_is_pending_until_executors_exist(
     assert body["tier"] == "pull_request"
     assert body["decided_by"].startswith("approver")
     assert body["reason"] == "PR is right"
-    assert verbs(grounded) == ["action.approved", "action.execution_pending"]
+    assert verbs(grounded) == ["action.approved", "action.execution_queued"]
     approved = AuditEvent.objects.get(verb="action.approved")
     assert approved.actor_id is not None
     assert approved.detail == {
@@ -115,18 +113,11 @@ def test_approving_at_a_lower_tier_is_allowed(approver: APIClient, partial: Acti
 
 
 @pytest.fixture
-def executor() -> Iterator[list[int]]:
-    """A stand-in `rootline.execute_action` recording what it is sent (issue 9 brings the real one)."""
+def executor(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """What approval sends to `rootline.execute_action`: its `delay` records instead of queueing."""
     sent: list[int] = []
-
-    @app.task(name=EXECUTE_TASK)
-    def execute(proposal_id: int) -> None:
-        sent.append(proposal_id)
-
-    try:
-        yield sent
-    finally:
-        app.tasks.pop(EXECUTE_TASK, None)
+    monkeypatch.setattr(app.tasks[EXECUTE_TASK], "delay", sent.append)
+    return sent
 
 
 def test_approval_queues_the_execution_task_when_one_is_registered(
@@ -219,7 +210,7 @@ def test_double_approval_is_refused(approver: APIClient, client_for: Any, ground
     assert reject.status_code == 409
     assert verbs(grounded) == [
         "action.approved",
-        "action.execution_pending",
+        "action.execution_queued",
         "action.approval_refused",
         "action.rejection_refused",
     ]

@@ -193,3 +193,46 @@ def test_rerun_by_a_viewer_is_403_and_audited(viewer: APIClient) -> None:
     assert "responder" in response.json()["detail"]
     assert Investigation.objects.count() == 1
     assert AuditEvent.objects.get(verb="investigation.rerun_refused").detail["code"] == "forbidden"
+
+
+GUIDANCE = {
+    "anchor": "budget_spent",
+    "detail": "the turn or time budget ran out before a hypothesis was proven",
+    "steps": [
+        {
+            "target": "payment",
+            "operation": "examine",
+            "verify": "a tool result that decides a cpu fault in payment",
+            "stop_when": "5 more turns without a decision",
+            "grounds": "seeded at anomaly score 0.80 and not examined before the budget ran out",
+        }
+    ],
+    "dropped": [],
+}
+
+
+def test_rerun_applying_guidance_needs_guidance_and_carries_it(responder: APIClient) -> None:
+    inv = factories.investigation()
+    refused = responder.post(
+        f"/api/v1/investigations/{inv.pk}/rerun/", {"apply_guidance": True}, format="json"
+    )
+    assert refused.status_code == 409
+    assert refused.json()["code"] == "no_guidance"
+    bad = responder.post(
+        f"/api/v1/investigations/{inv.pk}/rerun/", {"apply_guidance": "maybe"}, format="json"
+    )
+    assert bad.status_code == 400
+    assert "apply_guidance" in bad.json()["errors"]
+    inv.guidance = GUIDANCE
+    inv.save()
+    shown = responder.get(f"/api/v1/investigations/{inv.pk}/").json()
+    assert shown["guidance"]["anchor"] == "budget_spent"
+    assert shown["applied_guidance"] is None
+    response = responder.post(
+        f"/api/v1/investigations/{inv.pk}/rerun/", {"apply_guidance": True}, format="json"
+    )
+    assert response.status_code == 202, response.content
+    new = Investigation.objects.get(pk=response.json()["investigation"])
+    assert new.applied_guidance["from_investigation"] == inv.pk
+    assert new.applied_guidance["steps"] == GUIDANCE["steps"]
+    assert AuditEvent.objects.get(verb="investigation.rerun_requested").detail["apply_guidance"] is True

@@ -109,6 +109,19 @@ def test_projecting_twice_leaves_the_same_graph(graph: Driver) -> None:
     assert once[1]["ROOT_CAUSED_BY"] == 1
 
 
+def test_hops_carry_their_forward_verification(graph: Driver) -> None:
+    investigation = make_investigation(make_incident())
+    checked = {"verified": False, "rules": {"temporal": "fail"}, "failed": ["temporal"]}
+    investigation.propagation_path = [
+        {**investigation.propagation_path[0], "verification": {**checked, "failed": [], "verified": True}},
+        {**investigation.propagation_path[1], "verification": checked},
+    ]
+    investigation.save()
+    project_investigation(investigation)
+    hops = propagation_path(investigation.incident_id)
+    assert [(h["verified"], h["failed_rules"]) for h in hops] == [(True, []), (False, ["temporal"])]
+
+
 def test_concurrent_projections_sharing_services_all_land(graph: Driver) -> None:
     """Two workers projecting incidents over the same services at once: MERGE races settle."""
     documents = [document_for(make_investigation(make_incident(), evidence=3)) for _ in range(8)]

@@ -62,6 +62,40 @@ def test_a_hop_without_a_call_edge_is_dashed() -> None:
     assert by_name["path hop without a call edge"]["line"]["dash"] == "dash"
 
 
+def test_an_unverified_hop_is_dashed_and_its_hover_names_the_rule_it_failed() -> None:
+    stored = {
+        "cause": "carts",
+        "effect": "front-end",
+        "edge": True,
+        "evidence": ["carts cpu 1.2 -> 100"],
+        "verification": {
+            "verified": False,
+            "rules": {"structural": "pass", "statistical": "pass", "temporal": "fail"},
+            "failed": ["temporal"],
+        },
+    }
+    hop = figures.Hop.from_stored(stored)
+    fig = figures.to_json(
+        figures.graph_figure(
+            entities=["carts", "front-end"],
+            edges=[("front-end", "carts")],
+            beliefs={"carts": "origin", "front-end": "symptom"},
+            path=[hop],
+            symptom="front-end",
+            root_cause="carts",
+        )
+    )
+    by_name = {t["name"]: t for t in fig["data"]}
+    assert by_name["unverified hop"]["line"]["dash"] == "dash"
+    assert "unverified: structural pass, statistical pass, temporal fail" in str(
+        by_name["hop evidence (hover)"]["hovertext"]
+    )
+    passed = {**stored["verification"], "verified": True}  # type: ignore[dict-item]
+    verified = figures.Hop.from_stored({**stored, "verification": passed})
+    assert verified.solid
+    assert verified.label == "propagation path"
+
+
 def test_the_timeline_marks_the_onset_and_measures_against_the_baseline() -> None:
     t = np.arange(1000.0, 1600.0, 10.0)
     cpu = np.where(t < 1300, 1.0, 100.0)

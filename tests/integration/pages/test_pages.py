@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from django.test import Client
 
@@ -156,6 +158,7 @@ def test_explorer_draws_the_path_even_without_topology(viewer: Client, concluded
     names = [t.get("name") for t in page.context["graph"]["data"]]
     assert "propagation path" in names
     assert 'id="graph-figure"' in page.content.decode()
+    assert '<span class="badge ok">verified</span>' in page.content.decode()
     assert "vendor/plotly/plotly.min.js" in page.content.decode()
 
 
@@ -222,3 +225,42 @@ def test_search_by_meaning_through_incident_memory(
     results = page.context["results"]
     assert [(r.incident_id, r.score) for r in results] == [(incident.pk, 0.91)]
     assert seen == [index.SearchFilters(service="payments-db", tier="pull_request")]
+
+
+def test_guidance_is_shown_and_a_responder_reruns_applying_it(
+    client_as: Callable[[str | None], Client],
+) -> None:
+    investigation = factories.investigation(confident=False)
+    investigation.guidance = {
+        "anchor": "conflicting_evidence",
+        "detail": "2 deviating entities were examined and none could be told apart",
+        "steps": [
+            {
+                "target": "payment",
+                "operation": "examine",
+                "verify": "payment's deviation starts before the others'",
+                "stop_when": "the evidence still supports more than one",
+                "grounds": "payment cpu 4x its baseline",
+            }
+        ],
+        "dropped": [],
+    }
+    investigation.save()
+    page_url = f"/incidents/{investigation.incident_id}/"
+    viewer = client_as("viewer")
+    page = viewer.get(page_url).content.decode()
+    assert "What would help: conflicting evidence" in page
+    assert "payment&#x27;s deviation starts before the others&#x27;" in page
+    assert "Re-run the investigation" not in page  # a viewer may not
+    refused = viewer.post(f"{page_url}rerun/", {"apply_guidance": "1"}, follow=True)
+    assert "only a responder" in refused.content.decode()
+    assert Investigation.objects.filter(incident_id=investigation.incident_id).count() == 1
+
+    responder = client_as("responder")
+    assert "Re-run the investigation" in responder.get(page_url).content.decode()
+    done = responder.post(f"{page_url}rerun/", {"apply_guidance": "1"}, follow=True)
+    assert "Re-run queued applying its recovery guidance" in done.content.decode()
+    new = Investigation.objects.filter(incident_id=investigation.incident_id).order_by("-pk").first()
+    assert new is not None
+    assert new.applied_guidance["from_investigation"] == investigation.pk
+    assert responder.get(f"{page_url}rerun/").status_code == 405

@@ -92,9 +92,9 @@ def test_an_alert_becomes_rows_a_subgraph_and_a_memory(
 
         # a redelivered investigate (and its follow-ups, each run again) leaves one investigation's
         # worth of rows, nodes and points
-        app.send_task("rootline.investigate", args=[investigation.pk]).get(timeout=60)
-        app.send_task("rootline.project_graph", args=[investigation.pk]).get(timeout=60)
-        app.send_task("rootline.index_memory", args=[incident.pk]).get(timeout=60)
+        Investigation.objects.filter(pk=investigation.pk).update(projected_at=None, indexed_at=None)
+        app.send_task("rootline.investigate", args=[investigation.pk])
+        wait_for(lambda: _finished(investigation), 60, "the redelivered task and its follow-ups")
         after = (_counts(incident), Hypothesis.objects.filter(investigation=investigation).count())
         assert after == before
         assert Investigation.objects.filter(incident=incident).count() == 1

@@ -8,7 +8,7 @@ import httpx
 import pytest
 import respx
 
-from rca.telemetry.live.http import BackendClient, Credentials, RetryPolicy
+from rca.telemetry.live.http import BackendClient, Credentials, HTTPFailure, RetryPolicy
 from rca.telemetry.model import TelemetryError
 
 URL = "http://backend:8080"
@@ -126,3 +126,57 @@ def test_long_error_bodies_are_truncated(sleeps) -> None:
             client.get_json("/q")
     assert len(str(err.value)) < 400
     assert str(err.value).endswith("...")
+
+
+def test_writes_are_sent_with_their_json_and_lookups_may_accept_a_404(sleeps) -> None:
+    client = BackendClient("github", URL, sleep=sleeps)
+    with respx.mock(base_url=URL) as mock:
+        put = mock.put("/f").mock(return_value=httpx.Response(201, json={"ok": True}))
+        mock.get("/missing").mock(return_value=httpx.Response(404, json={"message": "Not Found"}))
+        assert client.request("PUT", "/f", json={"a": 1}).status_code == 201
+        assert client.request("GET", "/missing", allow=(404,)).status_code == 404
+    assert put.calls.last.request.content == b'{"a":1}'
+
+
+def test_a_post_answered_5xx_is_not_repeated_but_reported_transient(sleeps) -> None:
+    client = BackendClient("github", URL, sleep=sleeps)
+    with respx.mock(base_url=URL) as mock:
+        route = mock.post("/issues").mock(return_value=httpx.Response(502))
+        with pytest.raises(HTTPFailure, match=r"POST http://backend:8080/issues failed with HTTP 502") as err:
+            client.request("POST", "/issues", json={})
+    assert route.call_count == 1  # it may have landed: the caller looks it up before trying again
+    assert (err.value.status, err.value.transient) == (502, True)
+
+
+def test_a_post_is_retried_on_a_rate_limit_and_on_a_refused_connection(sleeps) -> None:
+    client = BackendClient("github", URL, sleep=sleeps, rng=lambda: 1.0)
+    with respx.mock(base_url=URL) as mock:
+        route = mock.post("/issues").mock(
+            side_effect=[
+                httpx.Response(429, headers={"Retry-After": "2"}),
+                httpx.ConnectError("refused"),
+                httpx.Response(201, json={}),
+            ]
+        )
+        assert client.request("POST", "/issues", json={}).status_code == 201
+    assert route.call_count == 3
+    assert sleeps == [2.0, 1.0]
+
+
+def test_a_post_whose_connection_drops_is_not_repeated(sleeps) -> None:
+    client = BackendClient("github", URL, sleep=sleeps)
+    with respx.mock(base_url=URL) as mock:
+        route = mock.post("/issues").mock(side_effect=httpx.ReadTimeout("slow"))
+        with pytest.raises(HTTPFailure, match="timed out") as err:
+            client.request("POST", "/issues", json={})
+    assert route.call_count == 1
+    assert (err.value.status, err.value.transient) == (None, True)
+
+
+def test_a_client_error_is_permanent(sleeps) -> None:
+    client = BackendClient("github", URL, sleep=sleeps)
+    with respx.mock(base_url=URL) as mock:
+        mock.post("/issues").mock(return_value=httpx.Response(422, json={"message": "Validation Failed"}))
+        with pytest.raises(HTTPFailure, match="Validation Failed") as err:
+            client.request("POST", "/issues", json={})
+    assert (err.value.status, err.value.transient) == (422, False)

@@ -1,0 +1,58 @@
+"""The action executors' settings: dry run by default, GitHub shared with live telemetry, and a bad
+value stopping the start with one line naming the variable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rca.config import ConfigError, load_config
+
+GOOD = {"SECRET_KEY": "k" * 40}
+
+
+def test_dry_run_by_default_and_nothing_configured(tmp_path: Path) -> None:
+    actions = load_config({**GOOD, "ROOTLINE_VAR_DIR": str(tmp_path)}).actions
+    assert actions.dry_run is True
+    assert (actions.slack_webhook_url, actions.email_to, actions.github_repo) == (None, (), None)
+    assert actions.base_url == "http://127.0.0.1:8000"
+    assert actions.label == "rootline"
+
+
+def test_every_setting_from_the_environment(tmp_path: Path) -> None:
+    actions = load_config(
+        {
+            **GOOD,
+            "ROOTLINE_VAR_DIR": str(tmp_path),
+            "ROOTLINE_ACTIONS_DRY_RUN": "false",
+            "ROOTLINE_BASE_URL": "https://rootline.example.org/",
+            "ROOTLINE_SLACK_WEBHOOK_URL": "https://hooks.slack.com/services/T1/B2/x",
+            "ROOTLINE_NOTIFY_EMAIL": "oncall@example.org, sre@example.org",
+            "GITHUB_REPOSITORY": "acme/shop",
+            "GITHUB_TOKEN": "ghp_x",
+            "ROOTLINE_ACTIONS_LABEL": "incident",
+            "ROOTLINE_ACTIONS_MANIFEST_PATH": "deploy/{service}/deployment.yaml",
+        }
+    ).actions
+    assert actions.dry_run is False
+    assert actions.base_url == "https://rootline.example.org"
+    assert actions.email_to == ("oncall@example.org", "sre@example.org")
+    assert (actions.github_repo, actions.github_token, actions.label) == ("acme/shop", "ghp_x", "incident")
+    assert actions.manifest_path == "deploy/{service}/deployment.yaml"
+
+
+@pytest.mark.parametrize(
+    ("env", "variable"),
+    [
+        ({"ROOTLINE_ACTIONS_DRY_RUN": "perhaps"}, "ROOTLINE_ACTIONS_DRY_RUN"),
+        ({"ROOTLINE_BASE_URL": "rootline.example.org"}, "ROOTLINE_BASE_URL"),
+        ({"ROOTLINE_SLACK_WEBHOOK_URL": "hooks.slack.com/x"}, "ROOTLINE_SLACK_WEBHOOK_URL"),
+        ({"ROOTLINE_NOTIFY_EMAIL": "oncall"}, "ROOTLINE_NOTIFY_EMAIL"),
+        ({"ROOTLINE_ACTIONS_MANIFEST_PATH": "deploy/app.yaml"}, "ROOTLINE_ACTIONS_MANIFEST_PATH"),
+        ({"ROOTLINE_ACTIONS_MANIFEST_PATH": "/abs/{service}.yaml"}, "ROOTLINE_ACTIONS_MANIFEST_PATH"),
+    ],
+)
+def test_bad_values_name_the_variable(tmp_path: Path, env: dict[str, str], variable: str) -> None:
+    with pytest.raises(ConfigError, match=variable):
+        load_config({**GOOD, "ROOTLINE_VAR_DIR": str(tmp_path), **env})
