@@ -72,6 +72,33 @@ class ActionsConfig:
 
 
 @dataclass(frozen=True)
+class SmtpConfig:
+    """The mail server notifications are sent through (Django's EMAIL_* settings, same names)."""
+
+    host: str = "localhost"
+    port: int = 25
+    user: str = ""
+    password: str = field(default="", repr=False)  # never in a log line
+    use_tls: bool = False
+    sender: str = "rootline@localhost"
+
+
+def smtp_config(env: Mapping[str, str]) -> SmtpConfig:
+    """EMAIL_HOST, EMAIL_PORT, EMAIL_HOST_USER, EMAIL_HOST_PASSWORD, EMAIL_USE_TLS, DEFAULT_FROM_EMAIL."""
+    sender = _str(env, "DEFAULT_FROM_EMAIL") or SmtpConfig.sender
+    if sender.count("@") != 1:
+        raise ConfigError(f"DEFAULT_FROM_EMAIL={sender!r} is not an e-mail address")
+    return SmtpConfig(
+        host=_str(env, "EMAIL_HOST") or SmtpConfig.host,
+        port=_port(env, "EMAIL_PORT", SmtpConfig.port),
+        user=_str(env, "EMAIL_HOST_USER") or "",
+        password=_str(env, "EMAIL_HOST_PASSWORD") or "",
+        use_tls=_bool(env, "EMAIL_USE_TLS", False),
+        sender=sender,
+    )
+
+
+@dataclass(frozen=True)
 class Config:
     """Everything Rootline reads from the environment."""
 
@@ -94,6 +121,7 @@ class Config:
     task_visibility_s: int
     live_telemetry: dict[str, dict[str, object]]
     actions: ActionsConfig
+    smtp: SmtpConfig
 
 
 def _str(env: Mapping[str, str], name: str) -> str | None:
@@ -330,4 +358,5 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         task_visibility_s=_positive_int(env, "ROOTLINE_TASK_VISIBILITY_S", 900),
         live_telemetry=live,
         actions=actions_config(env, live.get("github")),
+        smtp=smtp_config(env),
     )

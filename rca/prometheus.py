@@ -130,7 +130,8 @@ def _queue_depth() -> GaugeMetricFamily:
     return depth
 
 
-REGISTRY = CollectorRegistry(auto_describe=True)
+# No auto-describe: describing would run a scrape's queries when this module is imported.
+REGISTRY = CollectorRegistry(auto_describe=False)
 REGISTRY.register(RootlineCollector())
 ProcessCollector(registry=REGISTRY)  # the web process's own memory and CPU
 

@@ -197,6 +197,13 @@ ROOTLINE_VAR_DIR = CONFIG.var_dir
 ROOTLINE_POLICY = CONFIG.policy  # which policy investigates (rca.investigation.anthropic_policy)
 ROOTLINE_LIVE_TELEMETRY = CONFIG.live_telemetry
 ROOTLINE_ACTIONS = CONFIG.actions  # executors of approved actions (rca.actions)
+# Where e-mail notifications go out (ROOTLINE_NOTIFY_EMAIL names the recipients).
+EMAIL_HOST = CONFIG.smtp.host
+EMAIL_PORT = CONFIG.smtp.port
+EMAIL_HOST_USER = CONFIG.smtp.user
+EMAIL_HOST_PASSWORD = CONFIG.smtp.password
+EMAIL_USE_TLS = CONFIG.smtp.use_tls
+DEFAULT_FROM_EMAIL = CONFIG.smtp.sender
 
 LOGGING = {
     "version": 1,

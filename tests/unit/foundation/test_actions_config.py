@@ -56,3 +56,35 @@ def test_every_setting_from_the_environment(tmp_path: Path) -> None:
 def test_bad_values_name_the_variable(tmp_path: Path, env: dict[str, str], variable: str) -> None:
     with pytest.raises(ConfigError, match=variable):
         load_config({**GOOD, "ROOTLINE_VAR_DIR": str(tmp_path), **env})
+
+
+def test_the_mail_server_comes_from_djangos_own_variable_names(tmp_path: Path) -> None:
+    smtp = load_config(
+        {
+            **GOOD,
+            "ROOTLINE_VAR_DIR": str(tmp_path),
+            "EMAIL_HOST": "smtp.example.org",
+            "EMAIL_PORT": "587",
+            "EMAIL_HOST_USER": "rootline",
+            "EMAIL_HOST_PASSWORD": "hunter2-but-longer",
+            "EMAIL_USE_TLS": "true",
+            "DEFAULT_FROM_EMAIL": "rootline@example.org",
+        }
+    ).smtp
+    assert (smtp.host, smtp.port, smtp.user, smtp.use_tls, smtp.sender) == (
+        "smtp.example.org",
+        587,
+        "rootline",
+        True,
+        "rootline@example.org",
+    )
+    assert "hunter2" not in repr(smtp)
+    assert load_config({**GOOD, "ROOTLINE_VAR_DIR": str(tmp_path)}).smtp.host == "localhost"
+
+
+@pytest.mark.parametrize(
+    ("name", "value"), [("EMAIL_PORT", "smtp"), ("EMAIL_USE_TLS", "maybe"), ("DEFAULT_FROM_EMAIL", "nobody")]
+)
+def test_a_bad_mail_setting_names_its_variable(tmp_path: Path, name: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=name):
+        load_config({**GOOD, "ROOTLINE_VAR_DIR": str(tmp_path), name: value})
