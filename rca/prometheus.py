@@ -35,12 +35,12 @@ class RootlineCollector(Collector):
         exits = CounterMetricFamily(
             "rootline_gate_outcomes", "Finished investigations by the gate's exit.", labels=["exit"]
         )
-        for row in (
+        for outcome in (
             Investigation.objects.filter(status=Investigation.Status.SUCCEEDED)
             .values("exit")
             .annotate(n=Count("id"))
         ):
-            exits.add_metric([row["exit"] or "none"], row["n"])
+            exits.add_metric([outcome["exit"] or "none"], outcome["n"])
         yield exits
 
         statuses = GaugeMetricFamily(
@@ -54,8 +54,8 @@ class RootlineCollector(Collector):
         tools = CounterMetricFamily(
             "rootline_tool_calls", "Evidence-tool calls by tool and verdict.", labels=["tool", "verdict"]
         )
-        for row in Evidence.objects.values("tool", "verdict").annotate(n=Count("id")).order_by():
-            tools.add_metric([row["tool"], row["verdict"]], row["n"])
+        for call in Evidence.objects.values("tool", "verdict").annotate(n=Count("id")).order_by():
+            tools.add_metric([call["tool"], call["verdict"]], call["n"])
         yield tools
 
         yield _durations()
@@ -80,8 +80,8 @@ class RootlineCollector(Collector):
             "Alerts stored by intake (deduplicated), by source.",
             labels=["source"],
         )
-        for row in Alert.objects.values("source").annotate(n=Count("id")).order_by():
-            alerts.add_metric([row["source"]], row["n"])
+        for sent in Alert.objects.values("source").annotate(n=Count("id")).order_by():
+            alerts.add_metric([sent["source"]], sent["n"])
         yield alerts
 
         yield _queue_depth()
@@ -121,7 +121,7 @@ def _queue_depth() -> GaugeMetricFamily:
     )
     try:
         with app.connection_for_read() as connection:
-            client = connection.default_channel.client
+            client = connection.default_channel.client  # type: ignore[attr-defined]  # Redis transport only
             lengths = [(queue, int(client.llen(queue))) for queue in QUEUES]
     except (OperationalError, RedisError, OSError):
         return depth  # a scrape never fails on the broker: the series is absent, /healthz says why
