@@ -303,25 +303,57 @@ def _flatten_errors(detail: Any, path: str = "") -> dict[str, str]:
 def _ingest(specs: list[_AlertSpec]) -> IntakeResult:
     result = IntakeResult()
     with transaction.atomic():
+        batch = _Batch(_stored_alerts(specs))
         # A fixed order keeps concurrent deliveries of overlapping alerts from deadlocking.
         for spec in sorted(specs, key=lambda s: (s.fingerprint, s.starts_at)):
-            _ingest_one(spec, result)
+            _ingest_one(spec, result, batch)
     return result
 
 
-def _ingest_one(spec: _AlertSpec, result: IntakeResult) -> None:
-    for _ in range(_RACE_RETRIES):
-        existing = Alert.objects.filter(
-            source=spec.source, fingerprint=spec.fingerprint, starts_at=spec.starts_at
-        ).first()
+_AlertKey = tuple[str, str, datetime]
+
+
+@dataclass
+class _Batch:
+    """What one delivery already knows, so each alert does not ask again: the episodes stored before
+    it (one query for the whole payload) and the incidents it has locked, by group."""
+
+    stored: dict[_AlertKey, Alert]
+    locked: dict[tuple[str, str], Incident] = field(default_factory=dict)
+
+
+def _key(spec: _AlertSpec) -> _AlertKey:
+    return (spec.source, spec.fingerprint, spec.starts_at)
+
+
+def _stored_alerts(specs: list[_AlertSpec]) -> dict[_AlertKey, Alert]:
+    """The delivery's alerts that are already stored, by (source, fingerprint, startsAt)."""
+    if not specs:
+        return {}
+    found = Alert.objects.filter(
+        source__in={s.source for s in specs}, fingerprint__in={s.fingerprint for s in specs}
+    )
+    return {(a.source, a.fingerprint, a.starts_at): a for a in found}
+
+
+def _ingest_one(spec: _AlertSpec, result: IntakeResult, batch: _Batch) -> None:
+    for attempt in range(_RACE_RETRIES):
+        if attempt == 0:
+            existing = batch.stored.get(_key(spec))
+        else:  # after losing a race the prefetched view is stale: ask again
+            existing = Alert.objects.filter(
+                source=spec.source, fingerprint=spec.fingerprint, starts_at=spec.starts_at
+            ).first()
         if existing is not None:
+            if not spec.firing:  # a resolution may resolve the incident through another row object
+                batch.locked.pop((spec.source, spec.group_key), None)
             _apply_to_stored(existing, spec, result)
             return
         try:
             # One savepoint for incident and alert: if the alert loses a race, no empty incident stays.
             with transaction.atomic():
-                incident, how = _incident_for(spec)
-                Alert.objects.create(
+                incident, how = _incident_for(spec, batch.locked.get((spec.source, spec.group_key)))
+                alert = Alert.objects.create(
                     incident=incident,
                     source=spec.source,
                     fingerprint=spec.fingerprint,
@@ -337,7 +369,11 @@ def _ingest_one(spec: _AlertSpec, result: IntakeResult) -> None:
                 )
                 _absorb(incident, spec)
         except IntegrityError:
+            batch.locked.pop((spec.source, spec.group_key), None)  # rolled back with the savepoint
             continue  # a concurrent delivery committed this group's incident or this alert first
+        # Committed to the delivery's transaction: the incident stays locked by it until the end.
+        batch.locked[(spec.source, spec.group_key)] = incident
+        batch.stored[_key(spec)] = alert
         result.alerts_stored += 1
         if how == "created":
             result.created(incident)
@@ -349,8 +385,16 @@ def _ingest_one(spec: _AlertSpec, result: IntakeResult) -> None:
     raise RuntimeError(f"alert {spec.fingerprint}: gave up after {_RACE_RETRIES} concurrent-write retries")
 
 
-def _incident_for(spec: _AlertSpec) -> tuple[Incident, Literal["created", "reopened", "joined"]]:
-    """The incident `spec` joins, locked: the group's active one, a recently resolved one, or a new one."""
+def _incident_for(
+    spec: _AlertSpec, locked: Incident | None = None
+) -> tuple[Incident, Literal["created", "reopened", "joined"]]:
+    """The incident `spec` joins, locked: the group's active one, a recently resolved one, or a new one.
+
+    `locked` is the group's incident this delivery already holds the lock of (it stays active: no
+    other transaction can change it), so joining it needs no query.
+    """
+    if locked is not None and locked.status in Incident.ACTIVE:
+        return locked, "joined"
     group = Incident.objects.select_for_update().filter(source=spec.source, group_key=spec.group_key)
     active = group.filter(status__in=Incident.ACTIVE).first()
     if active is not None:
@@ -387,26 +431,37 @@ def _incident_for(spec: _AlertSpec) -> tuple[Incident, Literal["created", "reope
 
 
 def _absorb(incident: Incident, spec: _AlertSpec) -> None:
-    """Fold a newly stored alert into its incident: earliest onset, highest severity, a symptom."""
-    incident.onset = min(incident.onset, spec.starts_at)
+    """Fold a newly stored alert into its incident: earliest onset, highest severity, a symptom
+    (written only when one of them changes: most alerts of a group change none)."""
+    changed: list[str] = []
+    if spec.starts_at < incident.onset:
+        incident.onset = spec.starts_at
+        changed.append("onset")
     if _SEVERITY_RANK.get(spec.severity.lower(), 0) > _SEVERITY_RANK.get(incident.severity.lower(), 0):
         incident.severity = spec.severity
-    if not incident.symptom_entity:
-        incident.symptom_entity = spec.entity.get("service.name", "")
-    incident.save()
+        changed.append("severity")
+    if not incident.symptom_entity and spec.entity.get("service.name"):
+        incident.symptom_entity = spec.entity["service.name"]
+        changed.append("symptom_entity")
+    if changed:
+        incident.save(update_fields=[*changed, "updated_at"])
     if not spec.firing:
         _resolve_if_quiet(incident)
 
 
 def _apply_to_stored(stored: Alert, spec: _AlertSpec, result: IntakeResult) -> None:
     """A delivery of an episode we already hold: resolve it, or count it as a duplicate."""
+    if spec.firing:  # a re-send changes nothing whatever the stored state: no lock needed
+        result.touched(stored.incident_id)
+        result.duplicates += 1
+        return
     # Every change to an incident's alerts happens under the incident's row lock, so the
     # "all resolved?" check below sees every concurrent resolution that committed before it.
     incident = Incident.objects.select_for_update().get(pk=stored.incident_id)
     stored.refresh_from_db()
     result.touched(incident.pk)
-    if spec.firing or stored.status == Alert.Status.RESOLVED:
-        result.duplicates += 1  # a re-send, or a stale firing after the resolution
+    if stored.status == Alert.Status.RESOLVED:
+        result.duplicates += 1  # the resolution, delivered again
         return
     stored.status = Alert.Status.RESOLVED
     stored.ends_at = spec.ends_at or timezone.now()

@@ -149,6 +149,27 @@ def test_new_episode_soon_after_resolution_reopens_the_incident() -> None:
     assert AuditEvent.objects.filter(verb="incident.reopened", target_id=str(incident.pk)).exists()
 
 
+def test_one_delivery_resolving_the_last_alert_and_firing_a_new_one_reopens_once() -> None:
+    # What a delivery knows about its group (the stored alerts, the locked incident) must not outlive a
+    # resolution inside the same delivery.
+    a = am_alert("aaa")
+    ingest_alertmanager(am_payload(a))
+    result = ingest_alertmanager(am_payload(resolved(a), am_alert("bbb")))
+    incident = Incident.objects.get()
+    assert incident.status == Incident.Status.INVESTIGATING  # resolved by aaa, re-opened by bbb
+    assert incident.alerts.filter(status=Alert.Status.FIRING).count() == 1
+    assert result.alerts_resolved == 1
+    assert result.alerts_stored == 1
+    assert AuditEvent.objects.filter(verb="incident.reopened", target_id=str(incident.pk)).count() == 1
+
+
+def test_a_delivery_repeating_an_alert_stores_it_once() -> None:
+    result = ingest_alertmanager(am_payload(am_alert("aaa"), am_alert("aaa"), am_alert("bbb")))
+    assert result.alerts_stored == 2
+    assert result.duplicates == 1
+    assert Alert.objects.count() == 2
+
+
 def test_new_episode_long_after_resolution_opens_a_new_incident() -> None:
     a = am_alert("aaa")
     ingest_alertmanager(am_payload(a))
