@@ -220,6 +220,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     ensure_venv("")
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.setdefault("SECRET_KEY", secret_file("secret_key", 48))
+    env.setdefault("ROOTLINE_LOG_FORMAT", "text")  # a terminal; production logs JSON lines
     procs: list[subprocess.Popen[bytes]] = []
     redis_url = env.get("REDIS_URL", "redis://127.0.0.1:6379/0")
     parsed = urlparse(redis_url)

@@ -15,6 +15,7 @@ from django.db import InterfaceError, OperationalError
 
 from celery_app.app import app
 from graphstore.errors import GraphUnavailable
+from rca.log_context import bind
 from rca.memory.errors import MemoryUnavailable
 
 log = logging.getLogger(__name__)
@@ -46,8 +47,9 @@ def investigate(investigation_id: int) -> dict[str, Any]:
 
     try:
         incident = Investigation.objects.select_related("incident").get(pk=investigation_id).incident
-        priors, note = recall_for(incident)
-        investigation = run_investigation(investigation_id, priors=priors, recall_note=note)
+        with bind(incident.pk, investigation_id):
+            priors, note = recall_for(incident)
+            investigation = run_investigation(investigation_id, priors=priors, recall_note=note)
     except Investigation.DoesNotExist:
         log.warning("investigation %s no longer exists; nothing to do", investigation_id)
         return {"investigation": investigation_id, "status": "missing"}
@@ -96,7 +98,8 @@ def project_graph(investigation_id: int) -> dict[str, Any]:
     investigation = Investigation.objects.filter(pk=investigation_id).first()
     if investigation is None:
         return {"investigation": investigation_id, "status": "missing"}
-    report = project_investigation(investigation)
+    with bind(investigation.incident_id, investigation_id):
+        report = project_investigation(investigation)
     return {"investigation": investigation_id, "incident": report.incident, "statements": report.statements}
 
 
@@ -112,7 +115,8 @@ def index_memory(incident_id: int) -> dict[str, Any]:
     """Store the incident in memory as its latest investigation concluded it (the memory queue)."""
     from rca.memory.index import index_incident
 
-    return {"incident": incident_id, "point": index_incident(incident_id)}
+    with bind(incident_id):
+        return {"incident": incident_id, "point": index_incident(incident_id)}
 
 
 def _answer(work: Callable[[], Any]) -> dict[str, Any]:

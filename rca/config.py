@@ -115,6 +115,7 @@ class Config:
     memory_via_worker: bool
     memory_timeout_s: int
     metrics_token: str | None
+    log_format: str
     policy: PolicyConfig
     data_dir: Path | None
     celery_eager: bool
@@ -142,6 +143,13 @@ def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     if lowered in ("0", "false", "no", "off"):
         return False
     raise ConfigError(f"{name}={raw!r} is not a boolean (use true/false, 1/0, yes/no, on/off)")
+
+
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:
+    raw = (_str(env, name) or default).lower()
+    if raw not in choices:
+        raise ConfigError(f"{name}={raw!r} is not one of {', '.join(choices)}")
+    return raw
 
 
 def _port(env: Mapping[str, str], name: str, default: int) -> int:
@@ -177,9 +185,7 @@ def _positive_number(env: Mapping[str, str], name: str, default: float) -> float
 
 def policy_config(env: Mapping[str, str]) -> PolicyConfig:
     """The investigation policy's settings; the Anthropic policy needs ANTHROPIC_API_KEY."""
-    kind = (_str(env, "ROOTLINE_POLICY") or "offline").lower()
-    if kind not in POLICIES:
-        raise ConfigError(f"ROOTLINE_POLICY={kind!r} is not one of {', '.join(POLICIES)}")
+    kind = _choice(env, "ROOTLINE_POLICY", POLICIES, "offline")
     api_key = _str(env, "ANTHROPIC_API_KEY")
     if kind == "anthropic" and api_key is None:
         raise ConfigError("ANTHROPIC_API_KEY is not set (required when ROOTLINE_POLICY=anthropic)")
@@ -352,6 +358,7 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         memory_via_worker=_bool(env, "ROOTLINE_MEMORY_VIA_WORKER", False),
         memory_timeout_s=_positive_int(env, "ROOTLINE_MEMORY_TIMEOUT_S", 5),
         metrics_token=_str(env, "ROOTLINE_METRICS_TOKEN"),
+        log_format=_choice(env, "ROOTLINE_LOG_FORMAT", ("json", "text"), "json"),
         policy=policy_config(env),
         data_dir=data_dir,
         celery_eager=_bool(env, "ROOTLINE_CELERY_EAGER", False),

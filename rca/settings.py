@@ -168,6 +168,9 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Workers keep Django's LOGGING (JSON lines with the incident and investigation ids) instead of
+# Celery's own handlers.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # A message whose worker died unacknowledged is redelivered after this long (Redis transport), so it
 # must exceed the longest task: an investigation is bounded at a few minutes.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CONFIG.task_visibility_s}
@@ -205,11 +208,23 @@ EMAIL_HOST_PASSWORD = CONFIG.smtp.password
 EMAIL_USE_TLS = CONFIG.smtp.use_tls
 DEFAULT_FROM_EMAIL = CONFIG.smtp.sender
 
+# JSON lines by default (one object per record, with the incident and investigation it is about);
+# ROOTLINE_LOG_FORMAT=text for a terminal.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"context": {"()": "rca.log_context.ContextFilter"}},
+    "formatters": {
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s %(incident_id)s %(investigation_id)s",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        },
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": CONFIG.log_format, "filters": ["context"]}
+    },
     "root": {"handlers": ["console"], "level": "INFO"},
     "loggers": {"neo4j": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
 }
