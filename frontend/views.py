@@ -1,12 +1,12 @@
 """Page views: parse the request, call `frontend.presenters` (reads) or `rca.incidents.approvals`
-(decisions), render. Every page needs a signed-in user; every form carries a CSRF token."""
+(decisions), render. Every page needs a signed-in user holding a role (`frontend.access`); every
+form carries a CSRF token."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from frontend import presenters
+from frontend.access import viewer_required
 from frontend.forms import DecisionForm, IncidentFilterForm, SearchForm
 from rca.core.actions import ActionTier
 from rca.health import run_checks
@@ -30,21 +31,21 @@ REFUSAL_STATUS = {
 }
 
 
-@login_required
+@viewer_required
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
     """The first page is the incident list."""
     return redirect("frontend:incidents")
 
 
-@login_required
+@viewer_required
 @require_GET
 def status(request: HttpRequest) -> HttpResponse:
     """The state of Rootline's dependencies (database, broker, graph, vector store)."""
     return render(request, "frontend/status.html", {"checks": run_checks()})
 
 
-@login_required
+@viewer_required
 @require_GET
 def incident_list(request: HttpRequest) -> HttpResponse:
     """Incidents, newest first, with filters, a title search and pagination."""
@@ -66,7 +67,7 @@ def incident_list(request: HttpRequest) -> HttpResponse:
     )
 
 
-@login_required
+@viewer_required
 @require_GET
 def incident_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One incident: its alert, the investigation's progress or conclusion, similar past incidents."""
@@ -76,7 +77,7 @@ def incident_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "frontend/incident_detail.html", context)
 
 
-@login_required
+@viewer_required
 @require_POST
 def incident_rerun(request: HttpRequest, pk: int) -> HttpResponse:
     """Re-run the incident's latest investigation, optionally applying its recovery guidance (the
@@ -97,7 +98,7 @@ def incident_rerun(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect(reverse("frontend:incident", args=[pk]))
 
 
-@login_required
+@viewer_required
 @require_GET
 def incident_progress(request: HttpRequest, pk: int) -> JsonResponse:
     """The latest investigation's status and progress, polled by the detail page while it runs."""
@@ -107,7 +108,7 @@ def incident_progress(request: HttpRequest, pk: int) -> JsonResponse:
     return response
 
 
-@login_required
+@viewer_required
 @require_GET
 def explorer(request: HttpRequest, pk: int) -> HttpResponse:
     """The explanatory graph and the metrics timeline of the incident's latest finished investigation."""
@@ -123,7 +124,7 @@ def explorer(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "frontend/explorer.html", context)
 
 
-@login_required
+@viewer_required
 @require_http_methods(["GET", "POST"])
 def action_review(request: HttpRequest, pk: int) -> HttpResponse:
     """A proposed action with its evidence, the approve / reject forms and its audit trail."""
@@ -167,7 +168,7 @@ def _decide(request: HttpRequest, proposal: ActionProposal) -> HttpResponse:
     return redirect(reverse("frontend:action", args=[proposal.pk]))
 
 
-@login_required
+@viewer_required
 @require_GET
 def search(request: HttpRequest) -> HttpResponse:
     """Past-incident search: text (by meaning, through incident memory) and filters."""
