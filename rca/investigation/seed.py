@@ -10,6 +10,7 @@ the suspect score is the entity's own anomaly scaled by that blame.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -17,11 +18,14 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from rca.core.hypotheses import Hypothesis
+from rca.telemetry.model import TelemetryError
 from rca.tools import metrics
 from rca.tools.base import ToolContext
 from rca.tools.faults import EXPLAINS, KIND_OF_FAMILY, FaultKind, symptom_family
 from rca.tools.stats import KNEE
 from rca.tools.topology import is_view
+
+log = logging.getLogger(__name__)
 
 PAGERANK_ALPHA = 0.85
 BACKFLOW = 0.1  # walkers may step back to a caller, so blame does not pool in healthy leaves
@@ -130,7 +134,17 @@ def seed(
 
     `priors` (recall of similar past incidents) may nudge a score up; they are never evidence.
     """
-    per_modality = {m.name: m.scores(ctx) for m in modalities}
+    per_modality: dict[str, Mapping[str, float]] = {}
+    failed: set[str] = set()
+    for m in modalities:
+        try:
+            per_modality[m.name] = m.scores(ctx)
+        except TelemetryError as exc:
+            # A backend down while seeding: rank on the other modalities; the tools that ask it later
+            # record its failure as inconclusive evidence.
+            log.warning("seeding without %s: %s", m.name, exc)
+            per_modality[m.name] = {}
+            failed.add(m.name)
     entities = ctx.graph.names()
     weights = {m.name: m.weight for m in modalities}
     anomaly = {
@@ -145,7 +159,9 @@ def seed(
             score *= VIEW_SHARE
         score *= 1.0 + 0.1 * min(1.0, max(0.0, prior.get(e, 0.0)))
         kinds = [
-            (m.weight * compress(per_modality[m.name].get(e, 0.0)), m.kind_hint(ctx, e)) for m in modalities
+            (m.weight * compress(per_modality[m.name].get(e, 0.0)), _kind_hint(ctx, m, e))
+            for m in modalities
+            if m.name not in failed
         ]
         hinted = [(s, k) for s, k in kinds if k is not None]
         kind = max(hinted, key=lambda x: x[0])[1] if hinted else FaultKind.LATENCY
@@ -159,6 +175,14 @@ def seed(
         suspects.append(Suspect(e, score, kind, subscores))
     suspects.sort(key=lambda s: (-s.score, s.entity))
     return suspects
+
+
+def _kind_hint(ctx: ToolContext, modality: Modality, entity: str) -> FaultKind | None:
+    """The modality's kind hint for `entity`, or none when its backend fails."""
+    try:
+        return modality.kind_hint(ctx, entity)
+    except TelemetryError:
+        return None
 
 
 def hypothesis_for(suspect: Suspect, rank: int) -> Hypothesis:

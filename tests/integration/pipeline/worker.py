@@ -33,16 +33,20 @@ def worker_env(visibility_s: int = 3, **extra: str) -> dict[str, str]:
 
 
 def start_worker(
-    log: Path, name: str, queues: str = "celery", env: dict[str, str] | None = None
+    log: Path,
+    name: str,
+    queues: str = "celery",
+    env: dict[str, str] | None = None,
+    app: str = "celery_app",
 ) -> subprocess.Popen[bytes]:
-    """Start `celery worker` on `queues` (solo pool, one task at a time) logging to `log`."""
+    """Start `celery worker` of `app` on `queues` (solo pool, one task at a time) logging to `log`."""
     return subprocess.Popen(
         [
             sys.executable,
             "-m",
             "celery",
             "-A",
-            "celery_app",
+            app,
             "worker",
             "--pool=solo",
             "--loglevel=INFO",
