@@ -42,6 +42,11 @@ class PolicyConfig:
     # Per investigation; at either limit the Anthropic policy fails closed.
     max_tokens: int = 200_000
     max_cost_usd: float = 1.0
+    # Per installation and calendar month (UTC), counted from the investigations stored this month; each
+    # investigation's budget is the smaller of its own and what the month has left. The defaults are a
+    # hundred full per-investigation budgets.
+    monthly_tokens: int = 20_000_000
+    monthly_cost_usd: float = 100.0
     # USD per million tokens, for the cost budget: set them to the chosen model's list price (the
     # defaults are Sonnet-class prices, not checked against a live price list).
     price_input_per_mtok: float = 3.0
@@ -123,6 +128,9 @@ class Config:
     live_telemetry: dict[str, dict[str, object]]
     actions: ActionsConfig
     smtp: SmtpConfig
+    intake_rate: str = "1200/min"  # requests per intake token (rca.api.throttling)
+    intake_failure_rate: str = "60/min"  # failed intake authentications per client address
+    num_proxies: int = 0  # reverse proxies in front that append to X-Forwarded-For
 
 
 def _str(env: Mapping[str, str], name: str) -> str | None:
@@ -183,6 +191,35 @@ def _positive_number(env: Mapping[str, str], name: str, default: float) -> float
     return value
 
 
+_RATE_UNITS = {
+    "s": ("s", "sec", "second"),
+    "min": ("m", "min", "minute"),
+    "hour": ("h", "hour"),
+    "day": ("d", "day"),
+}
+# Each word, and the plural of each word longer than a letter ("10/ms" is not ten a minute).
+_RATE_PERIODS = {
+    word + plural: unit
+    for unit, words in _RATE_UNITS.items()
+    for word in words
+    for plural in ("", "s")[: 1 + (len(word) > 1)]
+}
+
+
+def _rate(env: Mapping[str, str], name: str, default: str) -> str:
+    """A request rate `N/period` (per s, min, hour or day), normalised to the form DRF's throttles parse."""
+    raw = _str(env, name)
+    if raw is None:
+        return default
+    count, _, period = raw.replace(" ", "").partition("/")
+    unit = _RATE_PERIODS.get(period.lower())
+    if not count.isdigit() or int(count) < 1 or unit is None:
+        raise ConfigError(
+            f"{name}={raw!r} is not a rate like 600/min (a whole number per s, min, hour or day)"
+        )
+    return f"{int(count)}/{unit}"
+
+
 def policy_config(env: Mapping[str, str]) -> PolicyConfig:
     """The investigation policy's settings; the Anthropic policy needs ANTHROPIC_API_KEY."""
     kind = _choice(env, "ROOTLINE_POLICY", POLICIES, "offline")
@@ -196,6 +233,8 @@ def policy_config(env: Mapping[str, str]) -> PolicyConfig:
         model=_str(env, "ANTHROPIC_MODEL") or d.model,
         max_tokens=_positive_int(env, "ROOTLINE_POLICY_MAX_TOKENS", d.max_tokens),
         max_cost_usd=_positive_number(env, "ROOTLINE_POLICY_MAX_COST_USD", d.max_cost_usd),
+        monthly_tokens=_positive_int(env, "ROOTLINE_POLICY_MONTHLY_TOKENS", d.monthly_tokens),
+        monthly_cost_usd=_positive_number(env, "ROOTLINE_POLICY_MONTHLY_COST_USD", d.monthly_cost_usd),
         price_input_per_mtok=_positive_number(env, "ANTHROPIC_PRICE_INPUT_PER_MTOK", d.price_input_per_mtok),
         price_output_per_mtok=_positive_number(
             env, "ANTHROPIC_PRICE_OUTPUT_PER_MTOK", d.price_output_per_mtok
@@ -366,4 +405,7 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         live_telemetry=live,
         actions=actions_config(env, live.get("github")),
         smtp=smtp_config(env),
+        intake_rate=_rate(env, "ROOTLINE_INTAKE_RATE", Config.intake_rate),
+        intake_failure_rate=_rate(env, "ROOTLINE_INTAKE_FAILURE_RATE", Config.intake_failure_rate),
+        num_proxies=_positive_int(env, "ROOTLINE_NUM_PROXIES", Config.num_proxies, least=0),
     )

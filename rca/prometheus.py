@@ -74,6 +74,7 @@ class RootlineCollector(Collector):
             "Language-model cost of investigations (USD).",
             value=float(used["cost"] or 0),
         )
+        yield from _month()
 
         alerts = CounterMetricFamily(
             "rootline_alerts_received",
@@ -107,6 +108,33 @@ def _durations() -> HistogramMetricFamily:
     )
     family.add_metric([], buckets, sum_value=row["seconds"].total_seconds() if row["seconds"] else 0.0)
     return family
+
+
+def _month() -> Iterator[GaugeMetricFamily]:
+    """This calendar month's (UTC) model use and the installation's monthly ceiling (one query)."""
+    from rca.incidents.investigations import month_spend
+
+    spent, ceiling = month_spend(), settings.ROOTLINE_POLICY
+    yield GaugeMetricFamily(
+        "rootline_model_month_tokens",
+        "Language-model tokens of investigations finished this calendar month (UTC).",
+        value=spent.tokens,
+    )
+    yield GaugeMetricFamily(
+        "rootline_model_month_cost_usd",
+        "Language-model cost of investigations finished this calendar month (UTC, USD).",
+        value=spent.cost_usd,
+    )
+    yield GaugeMetricFamily(
+        "rootline_model_monthly_ceiling_tokens",
+        "Monthly token ceiling; at it the Anthropic policy fails closed.",
+        value=ceiling.monthly_tokens,
+    )
+    yield GaugeMetricFamily(
+        "rootline_model_monthly_ceiling_cost_usd",
+        "Monthly cost ceiling (USD); at it the Anthropic policy fails closed.",
+        value=ceiling.monthly_cost_usd,
+    )
 
 
 def _queue_depth() -> GaugeMetricFamily:

@@ -130,6 +130,22 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rca.api.pagination.Pagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "rca.api.errors.exception_handler",
+    # Throttles key unauthenticated attempts on the client address: X-Forwarded-For is trusted only
+    # for this many proxies in front (DRF's default, None, would trust any sender's header).
+    "NUM_PROXIES": CONFIG.num_proxies,
+}
+# Intake rate limits (rca.api.throttling), kept in the cache below.
+ROOTLINE_INTAKE_RATE = CONFIG.intake_rate
+ROOTLINE_INTAKE_FAILURE_RATE = CONFIG.intake_failure_rate
+# Shared by every web process (a per-process cache would multiply each limit by their number). Short
+# timeouts: when Redis is down the throttles let requests through rather than hold intake up.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": CONFIG.redis_url,
+        "KEY_PREFIX": "rootline",
+        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+    }
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Rootline API",

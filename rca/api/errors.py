@@ -35,4 +35,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, exceptions.ValidationError):
         set_rollback()
         return validation_error(_flatten_errors(exc.detail))
-    return drf_exception_handler(exc, context)
+    response = drf_exception_handler(exc, context)
+    if isinstance(exc, exceptions.Throttled) and response is not None:
+        response.data["code"] = exc.default_code  # machine-readable, as the error format allows
+    return response

@@ -19,7 +19,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_
 from drf_spectacular.views import SpectacularSwaggerSplitView
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotAuthenticated
+from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated, Throttled
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -29,12 +29,20 @@ from rca.api import serializers as s
 from rca.api.authentication import IntakeTokenAuthentication
 from rca.api.errors import PayloadTooLarge, validation_error
 from rca.api.permissions import IsIntakeSender
+from rca.api.throttling import IntakeFailureThrottle, IntakeTokenThrottle
 from rca.core.actions import ActionTier
 from rca.health import run_checks
 from rca.incidents import approvals
 from rca.incidents.approvals import ApprovalError
 from rca.incidents.intake import IntakeError, IntakeResult, ingest_alertmanager, ingest_generic
-from rca.incidents.models import ActionProposal, Hypothesis, Incident, IntakeSource, Investigation
+from rca.incidents.models import (
+    ActionProposal,
+    Hypothesis,
+    Incident,
+    IntakeSource,
+    IntakeToken,
+    Investigation,
+)
 from rca.incidents.serializers import AlertmanagerPayloadSerializer, GenericAlertSerializer
 
 MAX_INTAKE_BODY = 1024 * 1024  # 1 MiB; Alertmanager batches are far smaller
@@ -45,6 +53,11 @@ ERRORS = {
     403: OpenApiResponse(s.ErrorSerializer, description="Authenticated without the role this needs."),
     404: OpenApiResponse(s.ErrorSerializer, description="No such object."),
     413: OpenApiResponse(s.ErrorSerializer, description="Body over 1 MiB (refused before it is read)."),
+    429: OpenApiResponse(
+        s.ErrorSerializer,
+        description="Over the intake rate limit of this token, or of this address's failed "
+        "authentications; `Retry-After` says in how many seconds to try again.",
+    ),
 }
 
 
@@ -108,13 +121,19 @@ def _parse_json(body: bytes) -> Any:
         payload = json.loads(body, parse_constant=_reject_constant)  # NaN / Infinity: not JSON
     except RecursionError as exc:
         raise ValueError("nested too deeply") from exc
-    # jsonb cannot hold U+0000; refuse it here rather than fail on insert. Iterative: no depth limit.
+    # jsonb cannot hold U+0000, and no UTF-8 text can hold a lone surrogate (JSON's "\ud800" escape):
+    # refuse them here rather than fail on insert or on echoing them back. Iterative: no depth limit.
     stack = [payload]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
             if "\x00" in item:
                 raise ValueError("NUL characters (\\u0000) are not allowed")
+            if not item.isascii():
+                try:
+                    item.encode()
+                except UnicodeEncodeError as exc:
+                    raise ValueError(f"a lone surrogate ({item[exc.start]!a}) is not a character") from exc
         elif isinstance(item, dict):
             stack.extend(item.keys())
             stack.extend(item.values())
@@ -128,11 +147,13 @@ INTAKE_AUTH: list[dict[str, list[str]]] = [{"intakeBearer": []}, {"intakeSignatu
 
 
 class _IntakeView(APIView):
-    """A webhook: size check, then intake-token authentication, then the intake service."""
+    """A webhook: size check, failed-attempt limit, intake-token authentication, the token's rate limit,
+    then the intake service."""
 
     intake_source: ClassVar[str]
     authentication_classes = [IntakeTokenAuthentication]
     permission_classes = [IsIntakeSender]
+    throttle_classes = [IntakeTokenThrottle]
     # The body is read raw: the HMAC covers exactly the bytes received, and the size is checked first.
     parser_classes = []
 
@@ -140,14 +161,36 @@ class _IntakeView(APIView):
         raise NotImplementedError
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        """Refuse an oversized body (413) before it is read, authenticated or parsed."""
+        """Refuse an oversized body (413) before it is read, authenticated or parsed; refuse an address
+        over its failed-authentication limit (429) before its credentials are verified."""
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             length = 0  # Django then reads no body at all
         if length > MAX_INTAKE_BODY:
             raise PayloadTooLarge(f"Request body is {length} bytes; the limit is {MAX_INTAKE_BODY} (1 MiB).")
-        super().initial(request, *args, **kwargs)
+        failures = IntakeFailureThrottle()
+        if not failures.allow_request(request, self):
+            raise Throttled(
+                failures.wait(),
+                f"Too many failed intake authentications from this address (limit: "
+                f"{failures.describe()}); the {self.intake_source} webhook refuses it until then.",
+            )
+        try:
+            super().initial(request, *args, **kwargs)
+        except (AuthenticationFailed, NotAuthenticated):
+            failures.record_failure()
+            raise
+
+    def throttled(self, request: Request, wait: float | None) -> NoReturn:
+        """429 naming the token and the limit it went over (Retry-After comes from `wait`)."""
+        limit = IntakeTokenThrottle().describe()
+        prefix = request.auth.prefix if isinstance(request.auth, IntakeToken) else "?"
+        raise Throttled(
+            wait,
+            f"Intake rate limit exceeded for token {prefix}... on the {self.intake_source} "
+            f"webhook (limit: {limit}).",
+        )
 
     def permission_denied(
         self, request: Request, message: str | None = None, code: str | None = None
@@ -186,7 +229,7 @@ class AlertmanagerWebhookView(_IntakeView):
 
     @extend_schema(
         request={"application/json": AlertmanagerPayloadSerializer},
-        responses={202: s.IntakeResultSerializer, **_errors(400, 401, 413)},
+        responses={202: s.IntakeResultSerializer, **_errors(400, 401, 413, 429)},
         auth=INTAKE_AUTH,  # type: ignore[arg-type]  # security requirement objects: accepted, not in the stubs
         summary="Alertmanager webhook (payload version 4)",
     )
@@ -205,7 +248,7 @@ class GenericWebhookView(_IntakeView):
 
     @extend_schema(
         request={"application/json": GenericAlertSerializer},
-        responses={202: s.IntakeResultSerializer, **_errors(400, 401, 413)},
+        responses={202: s.IntakeResultSerializer, **_errors(400, 401, 413, 429)},
         auth=INTAKE_AUTH,  # type: ignore[arg-type]  # security requirement objects: accepted, not in the stubs
         summary="Generic JSON alert",
     )

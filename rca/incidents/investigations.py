@@ -12,19 +12,21 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Sum
 from django.utils import timezone
 
 from rca.core.actions import max_allowed_tier
 from rca.core.gate import GateExit
 from rca.incidents.models import ActionProposal, Evidence, Hypothesis, Incident, Investigation
 from rca.incidents.services import record_audit
-from rca.investigation.anthropic_policy import policy_factory
+from rca.investigation.anthropic_policy import Spend, policy_factory
 from rca.investigation.engine import EngineConfig, investigate
 from rca.investigation.guidance import RerunPlan
 from rca.investigation.narrative import action_body, action_title
@@ -128,6 +130,21 @@ def telemetry_for(incident: Incident) -> tuple[TelemetrySource, Alert]:
     return source, alert
 
 
+def month_spend(now: datetime | None = None, exclude: int | None = None) -> Spend:
+    """The language-model tokens and cost of the investigations finished in `now`'s calendar month
+    (UTC; default this month), leaving out investigation `exclude`."""
+    at = (now or timezone.now()).astimezone(UTC)
+    start = at.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    end = (start + timedelta(days=32)).replace(day=1)
+    finished = Investigation.objects.filter(finished_at__gte=start, finished_at__lt=end)
+    if exclude is not None:
+        finished = finished.exclude(pk=exclude)
+    used = finished.aggregate(tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out"), cost=Sum("cost_usd"))
+    return Spend(
+        tokens=(used["tokens_in"] or 0) + (used["tokens_out"] or 0), cost_usd=float(used["cost"] or 0)
+    )
+
+
 def _progress_writer(investigation_id: int) -> Callable[[int, str, int], None]:
     def write(turn: int, last_tool: str, hypotheses: int) -> None:
         # A plain UPDATE outside the result transaction, so a page can poll it while the loop runs.
@@ -159,7 +176,9 @@ def run_investigation(
         investigation.error = ""
         investigation.save(update_fields=["status", "started_at", "progress", "error"])
     incident = investigation.incident
-    config = config or EngineConfig(policy=policy_factory(settings.ROOTLINE_POLICY))
+    # The month's use is read when the policy is made, just before the engine starts it.
+    month = partial(month_spend, exclude=investigation.pk)
+    config = config or EngineConfig(policy=policy_factory(settings.ROOTLINE_POLICY, month))
     recalled = dict(priors or {})
     if investigation.applied_guidance:
         plan = RerunPlan.from_guidance(investigation.applied_guidance)

@@ -16,7 +16,9 @@ ALERT_STATUSES = ("firing", "resolved")
 
 
 def _labels() -> serializers.DictField:
-    return serializers.DictField(child=serializers.CharField(allow_blank=True), required=False, default=dict)
+    return serializers.DictField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False), required=False, default=dict
+    )
 
 
 def _zero_time_is_none(value: datetime | None) -> datetime | None:
@@ -28,12 +30,16 @@ class AlertmanagerAlertSerializer(serializers.Serializer[dict[str, Any]]):
     """One element of a v4 payload's `alerts` list."""
 
     status = serializers.ChoiceField(choices=ALERT_STATUSES)
-    labels = serializers.DictField(child=serializers.CharField(allow_blank=True), allow_empty=False)
+    labels = serializers.DictField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False), allow_empty=False
+    )
     annotations = _labels()
     startsAt = serializers.DateTimeField()
     endsAt = serializers.DateTimeField(required=False, allow_null=True, default=None)
     generatorURL = serializers.CharField(required=False, allow_blank=True, default="")
-    fingerprint = serializers.CharField(required=False, allow_blank=True, default="")
+    # Identifiers and label values are kept exactly as sent (DRF would strip their whitespace, so two
+    # different ids could collide).
+    fingerprint = serializers.CharField(required=False, allow_blank=True, default="", trim_whitespace=False)
 
     def validate_endsAt(self, value: datetime | None) -> datetime | None:
         """Zero time means the alert has not ended."""
@@ -44,7 +50,7 @@ class AlertmanagerPayloadSerializer(serializers.Serializer[dict[str, Any]]):
     """The Alertmanager `webhook_config` payload, version 4 (also what Grafana alerting posts)."""
 
     version = serializers.CharField()
-    groupKey = serializers.CharField()
+    groupKey = serializers.CharField(trim_whitespace=False)
     status = serializers.ChoiceField(choices=ALERT_STATUSES)
     receiver = serializers.CharField(required=False, allow_blank=True, default="")
     truncatedAlerts = serializers.IntegerField(required=False, min_value=0, default=0)
@@ -70,13 +76,17 @@ class GenericAlertSerializer(serializers.Serializer[dict[str, Any]]):
     source = serializers.RegexField(  # type: ignore[assignment]
         r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", help_text="The sending system."
     )
-    external_id = serializers.CharField(max_length=200, help_text="The sender's id for this alert.")
+    external_id = serializers.CharField(
+        max_length=200, trim_whitespace=False, help_text="The sender's id for this alert."
+    )
     status = serializers.ChoiceField(choices=ALERT_STATUSES)
     title = serializers.CharField(max_length=500)
     severity = serializers.CharField(max_length=32, required=False, allow_blank=True, default="")
     starts_at = serializers.DateTimeField()
     ends_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
-    group_key = serializers.CharField(required=False, allow_blank=True, default="", max_length=500)
+    group_key = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=500, trim_whitespace=False
+    )
     labels = _labels()
     annotations = _labels()
     entity = _labels()  # OpenTelemetry resource attributes, e.g. {"service.name": "checkout"}

@@ -25,6 +25,14 @@ When things go wrong:
   row before the offline policy takes over.
 - The per-investigation token and cost budget fails closed: at the limit the policy stops choosing,
   rates nothing and reports ``failure``, and the conclusion names no root cause.
+- So does the installation's monthly ceiling. ``month`` is what investigations stored this calendar
+  month (UTC) used before this one started; the budget is the smaller of the investigation's own and
+  the month's headroom. At the ceiling no request is sent. Investigations running at the same time
+  do not see each other's use (it is stored when they finish), so the month can overshoot by at most
+  one per-investigation budget per concurrent investigation.
+
+Only the model's own reply is sent back unredacted (the conversation echoes it): it came from the
+model, so repeating it discloses nothing.
 """
 
 from __future__ import annotations
@@ -220,6 +228,14 @@ def _backoff(attempt: int, exc: anthropic.APIError) -> float:
 
 
 @dataclass(frozen=True)
+class Spend:
+    """Language-model use: input + output tokens, and US dollars."""
+
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+
+@dataclass(frozen=True)
 class _Finish:
     """The model finished; ``confidence`` is None when it stopped without rating."""
 
@@ -233,7 +249,11 @@ class AnthropicPolicy:
     """The Policy interface over the Messages API with tools, for one investigation."""
 
     def __init__(
-        self, client: anthropic.Anthropic, config: PolicyConfig, sleep: Callable[[float], None] = time.sleep
+        self,
+        client: anthropic.Anthropic,
+        config: PolicyConfig,
+        sleep: Callable[[float], None] = time.sleep,
+        month: Spend = Spend(),
     ) -> None:
         self.name = NAME
         self.tokens_in = 0
@@ -244,6 +264,7 @@ class AnthropicPolicy:
         self._client = client
         self._config = config
         self._sleep = sleep
+        self._month = month
         self._fallback: OfflinePolicy | None = None
         self._messages: list[MessageParam] = []
         self._pending: list[ToolResultBlockParam] = []  # answers owed to the last reply's tool calls
@@ -322,7 +343,7 @@ class AnthropicPolicy:
             outcome = check(first)
             if isinstance(outcome, str):
                 self._note(f"rejected {first.name}: {outcome}")
-                content = [_result(first.id, f"Rejected: {outcome}", error=True), *extra]
+                content = [_result(first.id, _clean(f"Rejected: {outcome}"), error=True), *extra]
                 continue
             self._pending = extra
             if isinstance(outcome, Action):
@@ -386,8 +407,10 @@ class AnthropicPolicy:
             self._fail_closed(spent)
             return None
         self._messages.append({"role": "user", "content": content})
-        # Never ask for more output than the token budget has left.
-        room = min(REPLY_TOKENS, self._config.max_tokens - self.tokens_in - self.tokens_out)
+        # Never ask for more output than the token budget or the month has left.
+        used = self.tokens_in + self.tokens_out
+        month_room = self._config.monthly_tokens - self._month.tokens - used
+        room = min(REPLY_TOKENS, self._config.max_tokens - used, month_room)
         message = self._create(tools, choice, room)
         if message is None:
             return None
@@ -440,6 +463,14 @@ class AnthropicPolicy:
             return f"token budget spent ({used} of {self._config.max_tokens} tokens)"
         if self.cost_usd >= self._config.max_cost_usd:
             return f"cost budget spent (${self.cost_usd:.4f} of ${self._config.max_cost_usd:.4f})"
+        month_tokens = self._month.tokens + used
+        if month_tokens >= self._config.monthly_tokens:
+            ceiling = self._config.monthly_tokens
+            return f"monthly token ceiling reached ({month_tokens} of {ceiling} tokens this month, UTC)"
+        month_cost = self._month.cost_usd + self.cost_usd
+        if month_cost >= self._config.monthly_cost_usd:
+            ceiling_usd = self._config.monthly_cost_usd
+            return f"monthly cost ceiling reached (${month_cost:.4f} of ${ceiling_usd:.2f} this month, UTC)"
         return None
 
     def _note(self, text: str) -> None:
@@ -455,14 +486,15 @@ class AnthropicPolicy:
         self._note(f"failed closed: {reason}")
 
 
-def policy_factory(config: PolicyConfig) -> Callable[[], Policy]:
-    """What makes each investigation's policy under these settings (EngineConfig.policy)."""
+def policy_factory(config: PolicyConfig, month: Callable[[], Spend] = Spend) -> Callable[[], Policy]:
+    """What makes each investigation's policy under these settings (EngineConfig.policy); `month`
+    reads this month's use so far when the policy is made (only for the Anthropic policy)."""
     if config.kind != NAME:
         return OfflinePolicy
 
     def make() -> Policy:
         # max_retries=0: retries are AnthropicPolicy's own, bounded and recorded.
         client = anthropic.Anthropic(api_key=config.api_key, max_retries=0, timeout=config.timeout_s)
-        return AnthropicPolicy(client, config)
+        return AnthropicPolicy(client, config, month=month())
 
     return make

@@ -8,7 +8,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +28,25 @@ DATASETS = ("petshop", "rcd-sockshop", "nezha", "changerca-ob")
 
 class CaseIndexError(ValueError):
     """The case index is missing or malformed; the message names the file and the column."""
+
+
+class CaseFileError(ValueError):
+    """A case's data file is damaged (truncated, columns missing, values not numbers); names the file."""
+
+
+@contextmanager
+def reading(path: str | Path) -> Iterator[None]:
+    """Re-raise a parse failure inside as a CaseFileError naming `path`.
+
+    pandas and numpy report a damaged file as ValueError, KeyError, IndexError or TypeError without
+    saying which file; a loader wraps each file's reading in this.
+    """
+    try:
+        yield
+    except CaseFileError:
+        raise
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise CaseFileError(f"{path}: cannot be read ({type(exc).__name__}: {exc})") from exc
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rca.telemetry.cases import CaseRef, RecordedCase, case_files, parse_alert_hint
+from rca.telemetry.cases import CaseRef, RecordedCase, case_files, parse_alert_hint, reading
 from rca.telemetry.model import Alert, DependencyGraph, TimeWindow
 from rca.telemetry.recorded.alerting import Direction, Signal, detect_alert
 from rca.telemetry.recorded.source import ColumnSpec, RecordedSource, TableRecording
@@ -63,15 +63,17 @@ def entity_kind(node: str) -> str:
 @lru_cache(maxsize=32)
 def _read_metrics(path: str) -> pd.DataFrame:
     """One PetShop metrics.csv (3 header rows), indexed by unix seconds."""
-    frame = pd.read_csv(path, header=[0, 1, 2], index_col=0)
-    frame.index = frame.index.astype(np.float64)
-    return frame.sort_index()
+    with reading(path):
+        frame = pd.read_csv(path, header=[0, 1, 2], index_col=0)
+        frame.index = frame.index.astype(np.float64)
+        return frame.sort_index()
 
 
 @lru_cache(maxsize=8)
 def _read_graph(path: str) -> DependencyGraph:
-    matrix = pd.read_csv(path, index_col=0)
-    values = matrix.apply(pd.to_numeric, errors="coerce").fillna(0.0).to_numpy(dtype=np.float64)
+    with reading(path):
+        matrix = pd.read_csv(path, index_col=0)
+        values = matrix.apply(pd.to_numeric, errors="coerce").fillna(0.0).to_numpy(dtype=np.float64)
     nodes = [str(n) for n in matrix.index]
     callees = [str(c) for c in matrix.columns]
     rows, cols = np.nonzero(values > 0)
@@ -113,15 +115,17 @@ def load(data_dir: Path, ref: CaseRef) -> RecordedCase:
     """Load one PetShop case (the issue file is tiny and read now; the normal recording lazily)."""
     metrics_path, graph_path, normal_path = _paths(data_dir, ref)
     issue = _read_metrics(str(metrics_path))
-    window = TimeWindow(float(issue.index.min()), float(issue.index.max()) + STEP)
-    specs = _specs(issue, "issue")
+    with reading(metrics_path):
+        window = TimeWindow(float(issue.index.min()), float(issue.index.max()) + STEP)
+        specs = _specs(issue, "issue")
     reader: Callable[[str], pd.DataFrame] = lambda key: issue  # noqa: E731 - one frame
     recordings = [TableRecording(window, specs, reader)]
     baseline: TimeWindow | None = None
     if normal_path.is_file():
         # The normal file's span is needed for `baseline_window`: read its first column only (4 header rows).
-        stamps = pd.read_csv(normal_path, usecols=[0], skiprows=4, header=None).iloc[:, 0].astype(float)
-        baseline = TimeWindow(float(stamps.min()), float(stamps.max()) + STEP)
+        with reading(normal_path):
+            stamps = pd.read_csv(normal_path, usecols=[0], skiprows=4, header=None).iloc[:, 0].astype(float)
+            baseline = TimeWindow(float(stamps.min()), float(stamps.max()) + STEP)
         normal_key = str(normal_path)
         normal_specs = [ColumnSpec(s.entity, s.name, s.unit, normal_key, s.column, s.original) for s in specs]
         recordings.append(TableRecording(baseline, normal_specs, lambda key: _read_metrics(key)))
@@ -132,7 +136,9 @@ def load(data_dir: Path, ref: CaseRef) -> RecordedCase:
         recordings=recordings,
         baseline=baseline,
     )
-    return RecordedCase(ref=ref, source=source, alert=_alert(ref, source, window), window=window)
+    with reading(metrics_path):
+        alert = _alert(ref, source, window)
+    return RecordedCase(ref=ref, source=source, alert=alert, window=window)
 
 
 def _alert(ref: CaseRef, source: RecordedSource, window: TimeWindow) -> Alert:

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rca.telemetry.cases import CaseRef, RecordedCase, case_files
+from rca.telemetry.cases import CaseRef, RecordedCase, case_files, reading
 from rca.telemetry.model import Alert, DependencyGraph, TimeWindow
 from rca.telemetry.recorded.alerting import Direction, Signal, detect_alert
 from rca.telemetry.recorded.source import ColumnSpec, RecordedSource, TableRecording
@@ -73,12 +73,13 @@ def topology() -> DependencyGraph:
 
 @lru_cache(maxsize=16)
 def _read(path: str) -> pd.DataFrame:
-    frame = pd.read_csv(path)
-    if "time" not in frame.columns:
-        raise ValueError(f"{path}: no `time` column")
-    frame = frame.set_index("time")
-    frame.index = frame.index.astype(np.float64)
-    return frame.sort_index()
+    with reading(path):
+        frame = pd.read_csv(path)
+        if "time" not in frame.columns:
+            raise ValueError("no `time` column")
+        frame = frame.set_index("time")
+        frame.index = frame.index.astype(np.float64)
+        return frame.sort_index()
 
 
 def _specs(columns: list[str], file_key: str) -> list[ColumnSpec]:
@@ -100,20 +101,24 @@ def load(data_dir: Path, ref: CaseRef) -> RecordedCase:
     if anomalous is None:
         raise ValueError(f"case {ref.case_id}: index `files` names no anomalous.csv")
     frame = _read(str(data_dir / anomalous))
-    window = TimeWindow(float(frame.index.min()), float(frame.index.max()) + STEP)
-    specs = _specs(list(frame.columns), str(data_dir / anomalous))
+    with reading(data_dir / anomalous):
+        window = TimeWindow(float(frame.index.min()), float(frame.index.max()) + STEP)
+        specs = _specs(list(frame.columns), str(data_dir / anomalous))
     recordings = [TableRecording(window, specs, lambda key: _read(key))]
     baseline: TimeWindow | None = None
     if normal is not None and (data_dir / normal).is_file():
         normal_key = str(data_dir / normal)
-        stamps = pd.read_csv(normal_key, usecols=["time"])["time"].astype(float)
-        baseline = TimeWindow(float(stamps.min()), float(stamps.max()) + STEP)
+        with reading(normal_key):
+            stamps = pd.read_csv(normal_key, usecols=["time"])["time"].astype(float)
+            baseline = TimeWindow(float(stamps.min()), float(stamps.max()) + STEP)
         normal_specs = [ColumnSpec(s.entity, s.name, s.unit, normal_key, s.column, s.original) for s in specs]
         recordings.append(TableRecording(baseline, normal_specs, lambda key: _read(key)))
     source = RecordedSource(
         name=ref.case_id, range=window, graph=topology, recordings=recordings, baseline=baseline
     )
-    return RecordedCase(ref=ref, source=source, alert=_alert(source, window), window=window)
+    with reading(data_dir / anomalous):
+        alert = _alert(source, window)
+    return RecordedCase(ref=ref, source=source, alert=alert, window=window)
 
 
 def _alert(source: RecordedSource, window: TimeWindow) -> Alert:

@@ -88,11 +88,25 @@ def test_live_telemetry_backends_from_the_environment(tmp_path: Path) -> None:
         ({"PROMETHEUS_URL": "prometheus:9090"}, "PROMETHEUS_URL"),
         ({"GITHUB_REPOSITORY": "just-a-name"}, "GITHUB_REPOSITORY"),
         ({"SECRET_KEY": ""}, "SECRET_KEY"),
+        ({"ROOTLINE_INTAKE_RATE": "600"}, "ROOTLINE_INTAKE_RATE"),
+        ({"ROOTLINE_INTAKE_RATE": "0/min"}, "ROOTLINE_INTAKE_RATE"),
+        ({"ROOTLINE_INTAKE_RATE": "10/ms"}, "ROOTLINE_INTAKE_RATE"),
+        ({"ROOTLINE_INTAKE_FAILURE_RATE": "many/min"}, "ROOTLINE_INTAKE_FAILURE_RATE"),
+        ({"ROOTLINE_NUM_PROXIES": "-1"}, "ROOTLINE_NUM_PROXIES"),
     ],
 )
 def test_bad_values_name_the_variable(tmp_path: Path, env: dict[str, str], variable: str) -> None:
     with pytest.raises(ConfigError, match=variable):
         load_config({**GOOD, "ROOTLINE_VAR_DIR": str(tmp_path), **env})
+
+
+def test_intake_rates_are_normalised_for_the_throttles(tmp_path: Path) -> None:
+    base = {**GOOD, "ROOTLINE_VAR_DIR": str(tmp_path)}
+    assert (load_config(base).intake_rate, load_config(base).intake_failure_rate) == ("1200/min", "60/min")
+    cfg = load_config(
+        {**base, "ROOTLINE_INTAKE_RATE": " 50 / seconds", "ROOTLINE_INTAKE_FAILURE_RATE": "5/h"}
+    )
+    assert (cfg.intake_rate, cfg.intake_failure_rate) == ("50/s", "5/hour")
 
 
 def test_secret_key_generated_only_in_debug(tmp_path: Path) -> None:
