@@ -90,14 +90,9 @@ def latest_investigation(incident: Incident) -> Investigation | None:
 
 def result_dict(investigation: Investigation, hypotheses: Sequence[Hypothesis]) -> dict[str, Any]:
     """The stored result in the shape `rca.investigation.narrative` reads (InvestigationResult.to_dict)."""
-    root = (
-        {"entity": investigation.root_cause_entity, "fault_kind": investigation.root_cause_kind}
-        if investigation.root_cause_entity
-        else None
-    )
     return {
         "exit": investigation.exit,
-        "root_cause": root,
+        "root_cause": investigation.named_root_cause(),
         "chain": investigation.evidence_chain or {},
         "path": investigation.propagation_path or [],
         "hypotheses": [{"id": h.key, "state": h.state} for h in hypotheses],

@@ -182,11 +182,7 @@ def outcome_of(investigation: Investigation) -> str | None:
     progress = investigation.progress if isinstance(investigation.progress, Mapping) else {}
     result = {
         "exit": investigation.exit,
-        "root_cause": (
-            {"entity": investigation.root_cause_entity, "fault_kind": investigation.root_cause_kind}
-            if investigation.root_cause_entity
-            else None
-        ),
+        "root_cause": investigation.named_root_cause(),
         "chain": _stored(investigation.evidence_chain) or {},
         "hypotheses": [{"state": h.state} for h in investigation.hypotheses.all()],
         "gate": _stored(investigation.gate) or {},
@@ -237,6 +233,7 @@ class InvestigationSummarySerializer(serializers.ModelSerializer[Investigation])
             "capped_confidence",
             "root_cause_entity",
             "root_cause_kind",
+            "root_cause_detail",
             "progress",
             "created_at",
             "started_at",
@@ -326,7 +323,7 @@ class HypothesisSerializer(serializers.ModelSerializer[Hypothesis]):
 
     class Meta:
         model = Hypothesis
-        fields = ("key", "parent_key", "entity", "fault_kind", "state", "prior", "rank", "evidence")
+        fields = ("key", "parent_key", "entity", "fault_kind", "detail", "state", "prior", "rank", "evidence")
 
 
 class ActionProposalSerializer(serializers.ModelSerializer[ActionProposal]):

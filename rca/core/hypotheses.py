@@ -47,7 +47,11 @@ def derive_state(evidence: Iterable[Evidence]) -> HypothesisState:
 
 @dataclass(frozen=True, slots=True)
 class Hypothesis:
-    """A claim that ``entity`` is at fault with ``fault_kind``; ``prior`` is its seed score."""
+    """A claim that ``entity`` is at fault with ``fault_kind``; ``prior`` is its seed score.
+
+    ``detail`` narrows a fault-kind claim to what the evidence names (``instance:<pod>``,
+    ``metric:<name>`` or ``change:<reference>``); empty above the detail level (`rca.core.levels`).
+    """
 
     id: str
     entity: str
@@ -55,6 +59,7 @@ class Hypothesis:
     parent_id: str | None = None
     evidence: tuple[Evidence, ...] = ()
     prior: float = 0.0
+    detail: str = ""
 
     @property
     def state(self) -> HypothesisState:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rca.evaluation.ground_truth import ground_truth
-from rca.evaluation.scoring import CaseRow, expected_kind, scorecard
+from rca.evaluation.scoring import CaseRow, detail_correct, expected_kind, scorecard
 from rca.investigation.engine import EngineConfig, investigate
 from rca.telemetry.cases import CaseRef, load_case, read_index
 
@@ -67,6 +67,12 @@ def evaluate_case(data_dir: Path, ref: CaseRef, config: EngineConfig) -> CaseRow
         seconds=seconds,
         hops=len(result.path),
         verified_hops=sum(1 for h in result.path if h.verification and h.verification.verified),
+        predicted_detail=top.detail if top else "",
+        detail_ok=detail_correct(
+            ref.dataset, truth.service, truth.detail, top.entity if top else "", top.detail if top else ""
+        ),
+        anchor=result.guidance.anchor.value if result.guidance else "",
+        guidance_steps=len(result.guidance.steps) if result.guidance else 0,
     )
 
 

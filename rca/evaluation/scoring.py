@@ -8,6 +8,7 @@ engine's kinds (the mapping is dataset knowledge and lives here, on the evaluati
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,22 @@ _KIND_OF_LABEL = {
 }
 # Datasets whose every case is a defective change: the kind is a bad deploy whatever the defect.
 _CHANGE_DATASETS = frozenset({"changerca-ob"})
+
+
+# Datasets that label the detail, and how a named detail is compared with the label: Nezha names the
+# pod the fault was injected into; ChangeRCA the defective release among the concurrent ones (the
+# root-cause service's), which a named change of the right service matches.
+_POD_DETAIL_DATASETS = frozenset({"nezha"})
+
+
+def detail_correct(dataset: str, truth_service: str, truth_detail: str, top: str, detail: str) -> bool | None:
+    """Whether the named detail matches the case's label; None when the dataset labels no detail."""
+    if dataset in _POD_DETAIL_DATASETS and truth_detail:
+        return detail == f"instance:{truth_detail}"
+    if dataset in _CHANGE_DATASETS and truth_detail:
+        released = truth_detail.partition(":")[2].replace(" ", "").split(",")
+        return top == truth_service and truth_service in released and detail.startswith("change:")
+    return None
 
 
 def expected_kind(dataset: str, label: str) -> str | None:
@@ -52,6 +69,10 @@ class CaseRow:
     seconds: float
     hops: int = 0  # propagation-path hops of the conclusion
     verified_hops: int = 0  # of those, the ones passing every forward-verification rule
+    predicted_detail: str = ""  # what the detail level named for the root cause
+    detail_ok: bool | None = None  # whether it matches the label; None where none is labelled
+    anchor: str = ""  # the failure anchor of a "no confident root cause" exit
+    guidance_steps: int = 0  # the next steps that passed the guidance gate
 
     @property
     def key(self) -> str:
@@ -79,6 +100,10 @@ class CaseRow:
             "truth_kind": self.truth_kind or "",
             "hops": self.hops,
             "verified_hops": self.verified_hops,
+            "predicted_detail": self.predicted_detail,
+            "detail_ok": "" if self.detail_ok is None else int(self.detail_ok),
+            "anchor": self.anchor,
+            "guidance_steps": self.guidance_steps,
         }
 
 
@@ -90,7 +115,9 @@ def ac_at(rows: Sequence[CaseRow], k: int) -> float:
 def score(rows: Sequence[CaseRow]) -> dict[str, Any]:
     """The scorecard entry of one dataset key."""
     labelled = [r for r in rows if r.truth_kind is not None]
+    detailed = [r for r in rows if r.detail_ok is not None]
     confident = [r for r in rows if r.exit == "confident"]
+    unconcluded = [r for r in rows if r.exit != "confident"]
     acs = [ac_at(rows, k) for k in range(1, 6)]
     hops = sum(r.hops for r in rows)
     return {
@@ -107,6 +134,10 @@ def score(rows: Sequence[CaseRow]) -> dict[str, Any]:
             if labelled
             else None
         ),
+        # The share of cases whose named detail (the pod, the release) matches the label, where labelled.
+        "detail_accuracy": (
+            round(sum(1 for r in detailed if r.detail_ok) / len(detailed), 4) if detailed else None
+        ),
         "confident_rate": round(len(confident) / len(rows), 4) if rows else 0.0,
         "confident_precision": (
             round(sum(1 for r in confident if r.rank == 1) / len(confident), 4) if confident else None
@@ -114,6 +145,9 @@ def score(rows: Sequence[CaseRow]) -> dict[str, Any]:
         "median_seconds": round(statistics.median(r.seconds for r in rows), 4) if rows else 0.0,
         # The share of propagation-path hops passing all forward-verification rules (PAVE).
         "path_verified_rate": round(sum(r.verified_hops for r in rows) / hops, 4) if hops else None,
+        # Why the runs that could not conclude stopped, and how many of them left a next step.
+        "anchors": dict(sorted(Counter(r.anchor or "none" for r in unconcluded).items())),
+        "unconcluded_with_steps": sum(1 for r in unconcluded if r.guidance_steps > 0),
     }
 
 

@@ -255,6 +255,7 @@ def store_result(
     investigation.outcome = outcome["kind"]
     investigation.root_cause_entity = result.root_cause.entity if result.root_cause else ""
     investigation.root_cause_kind = result.root_cause.fault_kind if result.root_cause else ""
+    investigation.root_cause_detail = result.root_cause.detail if result.root_cause else ""
     investigation.candidates = doc["candidates"]
     investigation.propagation_path = doc["path"]
     investigation.evidence_chain = doc["chain"]
@@ -281,6 +282,7 @@ def store_result(
             key=hypothesis.id,
             entity=hypothesis.entity,
             fault_kind=hypothesis.fault_kind,
+            detail=hypothesis.detail,
             parent_key=hypothesis.parent_id or "",
             state=hypothesis.state.value,
             prior=hypothesis.prior,

@@ -160,6 +160,9 @@ class Investigation(models.Model):
     outcome = models.CharField(max_length=32, choices=_choices(OutcomeKind), blank=True)
     root_cause_entity = models.CharField(max_length=255, blank=True)
     root_cause_kind = models.CharField(max_length=64, blank=True)
+    root_cause_detail = models.CharField(
+        max_length=320, blank=True, help_text="What the detail level named: instance:<pod>, change:<ref>, ..."
+    )
     candidates = models.JSONField(default=list, blank=True)
     propagation_path = models.JSONField(default=list, blank=True)
     evidence_chain = models.JSONField(default=list, blank=True)
@@ -202,6 +205,16 @@ class Investigation(models.Model):
     def __str__(self) -> str:
         return f"investigation {self.attempt_key} ({self.status})"
 
+    def named_root_cause(self) -> dict[str, str] | None:
+        """The root cause as the stored result names it (entity, fault kind, detail), or None."""
+        if not self.root_cause_entity:
+            return None
+        return {
+            "entity": self.root_cause_entity,
+            "fault_kind": self.root_cause_kind,
+            "detail": self.root_cause_detail,
+        }
+
 
 class Hypothesis(models.Model):
     """One node of the final hypothesis tree; `state` is the core's derived state, copied, never set."""
@@ -210,6 +223,7 @@ class Hypothesis(models.Model):
     key = models.CharField(max_length=320, help_text="The engine's hypothesis id.")
     entity = models.CharField(max_length=255)
     fault_kind = models.CharField(max_length=64, blank=True)
+    detail = models.CharField(max_length=320, blank=True, help_text="Set on detail-level hypotheses.")
     parent_key = models.CharField(max_length=320, blank=True)
     state = models.CharField(max_length=16, choices=_choices(HypothesisState))
     prior = models.FloatField(default=0.0)

@@ -12,6 +12,7 @@ from rca.core.actions import map_outcome
 from rca.core.gate import GateExit, evaluate
 from rca.core.grounding import Citation, assemble_chain
 from rca.core.hypotheses import Hypothesis, HypothesisState, HypothesisTree
+from rca.core.levels import refined, root_of
 from rca.core.modes import Mode
 from rca.investigation.controller import LoopOutcome, LoopSettings
 from rca.investigation.guidance import SEEDS_RECORDED, guidance_for
@@ -72,6 +73,7 @@ def rank_candidates(
             kinds.get(s.entity, s.fault_kind.value),
             round(s.score, 6),
             loop.beliefs.get(s.entity, Belief.DEFERRED),
+            named.detail if named is not None and s.entity == named.entity else "",
         )
         for s in sorted(suspects, key=key)
     ]
@@ -139,11 +141,12 @@ def conclude(
     named: Hypothesis | None
     if settings.gate_mode.governs:
         named = tree.root_cause
-        exit_ = GateExit.CONFIDENT if named is not None else GateExit.NO_CONFIDENT_ROOT_CAUSE
     else:
         # Shadow: the legacy behaviour names the policy's best guess, proven or not.
         named = tree.root_cause or _best_guess(tree, loop.priority)
-        exit_ = GateExit.CONFIDENT if named is not None else GateExit.NO_CONFIDENT_ROOT_CAUSE
+    exit_ = GateExit.CONFIDENT if named is not None else GateExit.NO_CONFIDENT_ROOT_CAUSE
+    if named is not None:  # the same service, as deep as its levels' leaders reach (kind, detail)
+        named = refined(tree, root_of(tree, named), settings.levels)
     if policy.failure is not None:  # a policy that failed closed names nothing, whatever was proven
         named, exit_ = None, GateExit.NO_CONFIDENT_ROOT_CAUSE
     explained_by = _explained_by_changes(ctx, suspects)

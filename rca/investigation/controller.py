@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from rca.core.evidence import EvidenceSink, Verdict
 from rca.core.gate import GateBudget, LoopControl, control
 from rca.core.hypotheses import Hypothesis, HypothesisTree
+from rca.core.levels import DEFAULT_LEVELS, LevelSettings, backtrack, drill_target, level_of
 from rca.core.modes import Mode
 from rca.investigation.policy import LoopView, Policy
+from rca.investigation.refinement import children_below, tools_for
 from rca.investigation.result import Belief, Step
 from rca.investigation.seed import Suspect, hypothesis_for
 from rca.tools.base import Capture, EvidenceCapturingTool, Tool, ToolContext
@@ -36,6 +38,8 @@ class LoopSettings:
     belief_propagation: bool = True
     seeds: int = 5  # suspects that get a hypothesis before the loop starts
     damping: float = 0.5  # share of a symptom's priority passed to the callees that explain it
+    levels: LevelSettings = DEFAULT_LEVELS  # when to drill down a level and when to backtrack
+    refine: bool = True  # refine leaders into fault kinds and details (Graph of States)
 
 
 @dataclass
@@ -107,6 +111,8 @@ class Controller:
             priority[h.id] = suspect.score
         beliefs = dict.fromkeys(self.ctx.graph.names(), Belief.DEFERRED)
         visited: set[str] = set()
+        focus: list[str] = []  # the hypotheses drilled into, service first
+        closed: set[str] = set()  # demoted by a backtrack: never refined again
         steps: list[Step] = []
         turns, wants_to_finish, start = 0, False, self.clock()
         while True:
@@ -141,20 +147,73 @@ class Controller:
             beliefs[hypothesis.entity] = belief
             if self.settings.belief_propagation:
                 self._propagate(hypothesis, belief, hypotheses, priority, by_entity)
-            steps.append(
-                Step(
-                    turns,
-                    hypothesis.id,
-                    hypothesis.entity,
-                    tuple(c.evidence.tool for c in captures),
-                    tuple(c.evidence.verdict.value for c in captures),
-                    belief,
-                    action.rationale,
-                )
-            )
+            steps.append(_step(turns, hypothesis, captures, belief, action.rationale))
+            if self.settings.refine:
+                steps += self._refine(turns, hypotheses, priority, visited, focus, closed, beliefs)
             if self.progress is not None:
                 self.progress(turns, captures[-1].evidence.tool if captures else "", len(hypotheses))
         return LoopOutcome(tree, ctl, wants_to_finish, turns, self.clock() - start, beliefs, priority, steps)
+
+    def _refine(
+        self,
+        turn: int,
+        hypotheses: dict[str, Hypothesis],
+        priority: dict[str, float],
+        visited: set[str],
+        focus: list[str],
+        closed: set[str],
+        beliefs: Mapping[str, Belief],
+    ) -> list[Step]:
+        """Backtrack where new evidence demoted a hypothesis on the focus path, then drill down below
+        each level's leader, examining the new hypotheses within this turn (`rca.core.levels`).
+
+        A demoted hypothesis is closed: its subtree stays in the record with its evidence (which is what
+        demoted it) and is never refined again. Each pass closes a hypothesis or opens a level below a
+        new one, so the refinement ends."""
+        steps: list[Step] = []
+        available = frozenset(self.tools)
+        while True:
+            tree = HypothesisTree.snapshot(hypotheses.values(), self.sink)
+            back = backtrack(tree, focus, self.settings.levels)
+            if back is not None:
+                closed.add(back.demoted)
+                del focus[back.depth :]
+                demoted = hypotheses[back.demoted]
+                steps.append(
+                    Step(
+                        turn,
+                        demoted.id,
+                        demoted.entity,
+                        (),
+                        (),
+                        beliefs.get(demoted.entity, Belief.DEFERRED),
+                        f"backtrack: {back.demoted} fell below {back.overtaken_by}; its subtree of "
+                        f"{len(back.pruned)} hypotheses is pruned from the search",
+                    )
+                )
+                continue
+            target = drill_target(tree, focus[-1] if focus else None, self.settings.levels)
+            if target is None or target.id in focus or target.id in closed:
+                return steps
+            focus.append(target.id)
+            below = children_below(self.ctx, target, level_of(tree, target), available)
+            fresh = [c for c in below if c.id not in hypotheses]
+            if not fresh:
+                return steps
+            for child in fresh:
+                hypotheses[child.id] = child
+                priority[child.id] = child.prior
+                visited.add(child.id)  # examined here, never again from the frontier
+                captures = [self.tools[name](self.ctx, child) for name in tools_for(child, available)]
+                steps.append(
+                    _step(
+                        turn,
+                        child,
+                        captures,
+                        beliefs.get(child.entity, Belief.DEFERRED),
+                        f"drill down below {target.id}",
+                    )
+                )
 
     def _propagate(
         self,
@@ -185,3 +244,16 @@ class Controller:
                 for i, h in hypotheses.items():
                     if h.entity == caller:
                         priority[i] *= 1 - damping  # explained by this origin
+
+
+def _step(turn: int, hypothesis: Hypothesis, captures: list[Capture], belief: Belief, rationale: str) -> Step:
+    """The record of one examination."""
+    return Step(
+        turn,
+        hypothesis.id,
+        hypothesis.entity,
+        tuple(c.evidence.tool for c in captures),
+        tuple(c.evidence.verdict.value for c in captures),
+        belief,
+        rationale,
+    )

@@ -31,6 +31,7 @@ class EngineConfig:
     cap_mode: Mode = Mode.ACTIVE
     belief_propagation: bool = True
     blame_propagation: bool = True
+    refine: bool = True  # drill leaders down to fault kinds and details (rca.core.levels)
     tools: frozenset[str] = field(default_factory=lambda: frozenset(ALL_TOOLS))
     seeds: int = 5
     # The incident window around the alert's firing time, and the baseline before it when the
@@ -73,6 +74,7 @@ def investigate(
         gate_mode=config.gate_mode,
         belief_propagation=config.belief_propagation,
         seeds=config.seeds,
+        refine=config.refine,
     )
     chosen = policy or config.policy()
     controller = Controller(ctx, chosen, tools_for(config.tools, available), settings, clock, progress)

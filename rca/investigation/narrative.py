@@ -24,7 +24,7 @@ def outcome_sentence(result: Mapping[str, Any]) -> str:
         grounding = _GROUNDING_WORDS.get(str(chain.get("grounding")), str(chain.get("grounding")))
         citation = chain.get("citation")
         cited = f" ({citation['kind']} {citation['ref']})" if citation else ""
-        return f"Confident: {root['entity']} is the root cause ({root['fault_kind']}), {grounding}{cited}."
+        return f"Confident: {root['entity']} is the root cause ({_kind(root)}), {grounding}{cited}."
     hypotheses = result.get("hypotheses") or []
     undecided = sum(1 for h in hypotheses if h.get("state") == "inconclusive")
     gate = result.get("gate") or {}
@@ -34,11 +34,17 @@ def outcome_sentence(result: Mapping[str, Any]) -> str:
     )
 
 
+def _kind(root: Mapping[str, Any]) -> str:
+    """The fault kind, with the detail the last level named (`cpu, instance carts-1`)."""
+    what, _, name = str(root.get("detail") or "").partition(":")
+    return f"{root['fault_kind']}, {what} {name}" if what and name else str(root["fault_kind"])
+
+
 def action_title(result: Mapping[str, Any], symptom: str) -> str:
     """A title for the proposed action."""
     root = result.get("root_cause")
     if result.get("exit") == "confident" and root:
-        return f"{root['entity']} ({root['fault_kind']}) caused the {symptom} incident"
+        return f"{root['entity']} ({_kind(root)}) caused the {symptom} incident"
     return f"{symptom} incident: no confident root cause"
 
 

@@ -34,6 +34,7 @@ class Candidate:
     fault_kind: str
     score: float
     belief: Belief
+    detail: str = ""  # what the detail level named (`instance:<pod>`, `change:<ref>`), for the root cause
 
 
 @dataclass(frozen=True)
@@ -186,6 +187,7 @@ def _hypothesis(h: Hypothesis) -> dict[str, Any]:
         "entity": h.entity,
         "fault_kind": h.fault_kind,
         "parent_id": h.parent_id,
+        "detail": h.detail,
         "prior": h.prior,
         "state": h.state.value,
         "evidence": [evidence_dict(e) for e in h.evidence],
@@ -193,7 +195,13 @@ def _hypothesis(h: Hypothesis) -> dict[str, Any]:
 
 
 def _candidate(c: Candidate) -> dict[str, Any]:
-    return {"entity": c.entity, "fault_kind": c.fault_kind, "score": c.score, "belief": c.belief.value}
+    return {
+        "entity": c.entity,
+        "fault_kind": c.fault_kind,
+        "score": c.score,
+        "belief": c.belief.value,
+        "detail": c.detail,
+    }
 
 
 def _chain(c: EvidenceChain) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from rca.core.grounding import (
     nearest_citation,
 )
 from rca.core.hypotheses import Hypothesis
+from rca.core.levels import detail_parts
 from rca.core.verdict import DEFAULT_THRESHOLDS
 from rca.telemetry.model import Event, EventKind, FloatArray, MetricSeries, TelemetryError, TimeWindow
 from rca.tools.base import ToolContext, ToolResult
@@ -603,6 +604,12 @@ class ChangesTool:
         }
         if finding.never_served:
             measurements["new_version_served"] = "no"  # a lead for ranking, not a fault signal
+        what, named = detail_parts(hypothesis)
+        if what == "change" and named != ref:
+            return ToolResult(
+                summary=f"changes: {named} is not the change nearest to onset at {entity} ({change})",
+                measurements=measurements,
+            )
         if rollout.started_at > ctx.onset + ALIGN_TOLERANCE_S:
             return ToolResult(
                 summary=f"changes: {change}; it started after the alert", measurements=measurements

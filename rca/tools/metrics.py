@@ -17,6 +17,7 @@ import numpy as np
 
 from rca.core.evidence import Source
 from rca.core.hypotheses import Hypothesis
+from rca.core.levels import detail_parts
 from rca.telemetry.model import FloatArray, MetricSeries, TimeWindow
 from rca.tools.base import ToolContext, ToolResult
 from rca.tools.changes import MOVED_Z, changed_by_onset, made_worse, never_served
@@ -72,6 +73,9 @@ class MetricProfile:
     entity: str
     findings: dict[Family, FamilyFinding] = field(default_factory=dict)
     peaks: dict[Family, float] = field(default_factory=dict)  # worst single point beyond the baseline
+    # Each family's strongest deviation per instance (None: series of the entity as a whole), for
+    # the detail level of a hypothesis: which pod or series carries the entity's fault.
+    instances: dict[Family, dict[str | None, FamilyFinding]] = field(default_factory=dict)
 
     def z(self, family: Family) -> float:
         """The family's z-score (0 when the family is absent or moved the good way)."""
@@ -230,11 +234,17 @@ def profile(ctx: ToolContext, entity: str) -> MetricProfile:
         dev, anchored = _net_of_pre_onset(dev, window, ctx, direction)
         peak = peak_z(base.values, window.values, direction, floor_for(family))
         result.peaks[family] = max(result.peaks.get(family, 0.0), peak)
+        finding = FamilyFinding(family, series.name, series.instance, dev, None, anchored)
         best = result.findings.get(family)
         if best is None or dev.z > best.deviation.z:
-            result.findings[family] = FamilyFinding(family, series.name, series.instance, dev, None, anchored)
+            result.findings[family] = finding
+        per_instance = result.instances.setdefault(family, {})
+        mine = per_instance.get(series.instance)
+        if mine is None or dev.z > mine.deviation.z:
+            per_instance[series.instance] = finding
     if Family.ERRORS in result.findings and _low_volume(incident_series, ctx.incident):
         del result.findings[Family.ERRORS]
+        result.instances.pop(Family.ERRORS, None)
     ctx.cache[key] = result
     return result
 
@@ -421,6 +431,23 @@ def _score(
     return supported(score, decisive, lead, dominance)
 
 
+def own_cause(ctx: ToolContext, hypothesis: Hypothesis) -> str | None:
+    """Another kind of fault at the hypothesis's entity that explains its kind, in words; None if none.
+
+    A change whose new version is demonstrably worse explains whatever it moved; a CPU or memory
+    saturation above the incident's noise explains the entity's own latency and errors.
+    """
+    kind = FaultKind(hypothesis.fault_kind)
+    if kind is not FaultKind.BAD_DEPLOY and made_worse(ctx, hypothesis.entity):
+        return "its own change made it worse"
+    if kind in (FaultKind.LATENCY, FaultKind.ERRORS):
+        for family in (Family.CPU, Family.MEMORY):
+            z = own_z(ctx, hypothesis.entity, family)[0]
+            if z >= KNEE * peer_noise(ctx, family):
+                return f"its own {family.value} moved {z:.1f} sigma"
+    return None
+
+
 def error_burst(ctx: ToolContext, entity: str) -> float:
     """The entity's own worst minute of errors beyond anything its baseline showed, net of the worst its
     callees show (a callee's burst reaches its callers too)."""
@@ -470,6 +497,9 @@ class MetricsTool:
 
     def run(self, ctx: ToolContext, hypothesis: Hypothesis) -> ToolResult:
         """Score the hypothesis's families at the entity, net of what its callees already show."""
+        what, name = detail_parts(hypothesis)
+        if what in ("instance", "metric"):
+            return self._detail(ctx, hypothesis, what, name)
         families = FAMILIES_OF_KIND[FaultKind(hypothesis.fault_kind)]
         prof = profile(ctx, hypothesis.entity)
         present = [f for f in families if f in prof.findings]
@@ -504,9 +534,13 @@ class MetricsTool:
         symptom = named_symptom(ctx.alert.metric)
         partial = symptom is not None and EXPLAINS[symptom].get(family, 0.0) < 1.0
         span_z = spans_disown(ctx, hypothesis.entity, family)
+        # A fault-kind claim (a hypothesis below a service) asks which kind is the fault, not whether the
+        # entity is an origin: a kind that another kind at the same entity explains is its symptom.
+        cause = own_cause(ctx, hypothesis) if hypothesis.parent_id is not None else None
         caveats = [
             text
             for text, applies in (
+                (f"{cause}, which explains it", cause is not None),
                 ("a client-side view, not a component", is_view(ctx.graph, hypothesis.entity)),
                 ("no data before onset", not finding.anchored),
                 (f"{family.value} explains a {symptom.value if symptom else ''} alert only in part", partial),
@@ -554,4 +588,52 @@ class MetricsTool:
                 )
             },
             measurements=measurements,
+        )
+
+    def _detail(self, ctx: ToolContext, hypothesis: Hypothesis, what: str, name: str) -> ToolResult:
+        """Does this instance (or entity-wide series) carry the entity's deviation of the kind, clearly
+        more than the entity's other instances (or series) of those families do?"""
+        entity = hypothesis.entity
+        prof = profile(ctx, entity)
+        found = [
+            f
+            for family in FAMILIES_OF_KIND[FaultKind(hypothesis.fault_kind)]
+            for f in prof.instances.get(family, {}).values()
+        ]
+        if what == "instance":
+            mine = [f for f in found if f.instance == name]
+            others = [f for f in found if f.instance not in (name, None)]
+        else:
+            mine = [f for f in found if f.instance is None and f.metric == name]
+            others = [f for f in found if f.instance is None and f.metric != name]
+        if not mine:
+            return ToolResult(
+                summary=f"metrics: unmeasured for this detail: {entity} reports no {hypothesis.fault_kind} "
+                f"series for {what} {name}",
+                measurements={"kind": hypothesis.fault_kind, "detail": hypothesis.detail},
+            )
+        best = max(mine, key=lambda f: f.deviation.z)
+        z = max(0.0, best.deviation.z)
+        rival = max((f.deviation.z for f in others), default=0.0)
+        lead = z / rival if rival > 0 else float("inf")
+        noise = peer_noise(ctx, best.family)
+        score = _score(z, noise, lead, best.anchored, dominance=dominance_for(best.family))
+        dev = best.deviation
+        summary = (
+            f"metrics: {entity} {what} {name}: {best.metric} {dev.baseline:.4g} -> {dev.observed:.4g} "
+            f"({z:.1f} sigma; peers deviate {noise:.1f}"
+            + (f"; its other {what}s at most {rival:.1f})" if others else f"; the only {what} measured)")
+            + ("" if best.anchored else "; no data before onset")
+        )
+        return ToolResult(
+            summary=summary,
+            signals={"anomaly_score": round(score, 4)},
+            measurements={
+                "family": best.family.value,
+                "metric": best.metric,
+                "detail": hypothesis.detail,
+                "z": round(z, 3),
+                "rival_z": round(rival, 3),
+                "peer_noise": round(noise, 3),
+            },
         )

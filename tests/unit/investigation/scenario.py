@@ -29,13 +29,15 @@ def build(
     ends: Mapping[tuple[str, str], int] | None = None,
     pods: Mapping[str, Sequence[tuple[str, int | None]]] | None = None,
     history: int | None = None,
+    pod_faults: Mapping[str, float] | None = None,
 ) -> tuple[RecordedSource, Alert]:
     """A source where every service has cpu, memory, latency and success-rate series with small noise,
     and `faults[(service, metric)]` multiplies that metric from the onset on (from minute
     `starts[(service, metric)]` when given, up to minute `ends[...]`). `kinds` sets entity kinds
     (default `service`).
     `pods[service]` adds per-instance cpu series `(instance, first minute it reports or None for never)`;
-    `history` keeps only that many minutes before the onset (a recording with almost no baseline)."""
+    `history` keeps only that many minutes before the onset (a recording with almost no baseline);
+    `pod_faults[instance]` multiplies that instance's cpu from the onset on."""
     services = sorted({s for edge in edges for s in edge})
     rng = np.random.default_rng(seed)
     index = T0 + STEP * np.arange(MINUTES)
@@ -58,6 +60,7 @@ def build(
         for instance, first in instances:
             values = 20.0 + rng.normal(0.0, 0.2, MINUTES)
             values[: MINUTES if first is None else first] = np.nan
+            values[60:] *= (pod_faults or {}).get(instance, 1.0)
             column = f"{service}:{instance}:cpu"
             columns[column] = values
             specs.append(ColumnSpec(service, "cpu", "", "frame", column, column, instance))

@@ -174,7 +174,8 @@ def test_full_investigation_on_a_recorded_case_through_tool_calls() -> None:
     assert result.root_cause is not None
     assert (result.root_cause.entity, result.root_cause.fault_kind) == ("carts", "cpu")
     # the model's proposal joined the tree and was examined; the next step was the model's choice
-    assert [s.hypothesis_id for s in result.steps] == ["m05-user-memory", "h00-carts-cpu"]
+    policy_steps = [s.hypothesis_id for s in result.steps if not s.rationale.startswith("drill down")]
+    assert policy_steps == ["m05-user-memory", "h00-carts-cpu"]
     assert result.steps[0].tools == ("metrics",)
     assert result.steps[1].rationale.startswith("model: highest priority suspect")
     _states_are_derived(result)
@@ -249,7 +250,9 @@ def test_an_invalid_tool_call_is_answered_with_an_error_and_the_next_one_counts(
     assert error["type"] == "tool_result"
     assert error["is_error"] is True
     assert error["tool_use_id"] == run.bodies[1]["messages"][-2]["content"][0]["id"]
-    assert [s.hypothesis_id for s in result.steps] == ["h00-payment-cpu"]
+    assert [s.hypothesis_id for s in result.steps if not s.rationale.startswith("drill down")] == [
+        "h00-payment-cpu"
+    ]
     assert result.outcome.confidence.raw == 1.0  # a rating of 7 is clamped
     assert result.outcome.confidence.capped <= 0.84  # and capped by the core
 
