@@ -7,13 +7,17 @@
 
 from __future__ import annotations
 
+import gzip
 import re
+import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from rca.telemetry.model import Alert, TimeWindow
@@ -34,18 +38,35 @@ class CaseFileError(ValueError):
     """A case's data file is damaged (truncated, columns missing, values not numbers); names the file."""
 
 
+# How a damaged file shows when parsed: pandas, numpy and json raise ValueError (parse errors, bad
+# numbers, bad UTF-8), KeyError / IndexError (missing columns), TypeError (a JSON value of the wrong
+# kind) or OverflowError (a number too large, e.g. 1e400 as an int); a damaged gzip stream raises
+# EOFError (cut short), zlib.error or gzip.BadGzipFile (corrupted). A missing or unreadable file
+# (other OSErrors) is not a damaged one and passes through.
+_DAMAGED = (
+    ValueError,
+    KeyError,
+    IndexError,
+    TypeError,
+    OverflowError,
+    EOFError,
+    zlib.error,
+    gzip.BadGzipFile,
+)
+
+
 @contextmanager
 def reading(path: str | Path) -> Iterator[None]:
     """Re-raise a parse failure inside as a CaseFileError naming `path`.
 
-    pandas and numpy report a damaged file as ValueError, KeyError, IndexError or TypeError without
-    saying which file; a loader wraps each file's reading in this.
+    pandas, numpy, json and gzip report a damaged file without saying which file (see `_DAMAGED`);
+    a loader wraps each file's reading in this.
     """
     try:
         yield
     except CaseFileError:
         raise
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
+    except _DAMAGED as exc:
         raise CaseFileError(f"{path}: cannot be read ({type(exc).__name__}: {exc})") from exc
 
 
@@ -159,6 +180,19 @@ def load_case(data_dir: Path, ref: CaseRef) -> RecordedCase:
 
 
 # --- helpers shared by the loaders --------------------------------------------------------------
+def time_span(stamps: npt.ArrayLike, step: float) -> TimeWindow:
+    """[first, last + step) of the finite times in `stamps` (unix seconds); ValueError when none is.
+
+    An empty or timeless table would otherwise give a NaN window, which overlaps nothing and so hides
+    the whole case without an error; a loader calls this inside `reading(path)`.
+    """
+    values = np.asarray(stamps, dtype=np.float64)
+    values = values[np.isfinite(values)]
+    if not values.size:
+        raise ValueError("no row with a time")
+    return TimeWindow(float(values.min()), float(values.max()) + step)
+
+
 _BRACES = re.compile(r"\{([^{}]*)\}")
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -35,8 +36,8 @@ from typing import Any
 
 import pandas as pd
 
-from rca.telemetry.cases import CaseRef, RecordedCase, case_files, parse_alert_hint
-from rca.telemetry.model import Alert, DependencyGraph, Event, EventKind, TimeWindow
+from rca.telemetry.cases import CaseRef, RecordedCase, case_files, parse_alert_hint, reading, time_span
+from rca.telemetry.model import Alert, DependencyGraph, Event, EventKind
 from rca.telemetry.recorded.source import ColumnSpec, RecordedSource, TableRecording, parse_go_times
 from rca.telemetry.topology import graph_from_edges
 
@@ -93,25 +94,34 @@ def _edge_name(base: str, caller: str, callee: str) -> str:
     return f"{base}{{caller={caller},callee={callee}}}"
 
 
+def _object(value: object, what: str) -> dict[str, Any]:
+    """`value` when it is a JSON object, else TypeError naming `what`."""
+    if not isinstance(value, dict):
+        raise TypeError(f"{what} is not a JSON object")
+    return value
+
+
 def read_record(path: Path) -> dict[str, Any]:
-    """The whitelisted part of a case's experiment record (answer keys are dropped on read)."""
-    with open(path, encoding="utf-8") as fh:
-        raw = json.load(fh)
-    if not isinstance(raw, dict):
-        raise ValueError(f"{path}: not a JSON object")
-    record: dict[str, Any] = {k: raw[k] for k in RECORD_KEYS if k in raw}
-    plan_in = raw.get("plan") or {}
-    plan: dict[str, Any] = {}
-    for svc, entry in plan_in.items():
-        process = {
-            str(t): {k: step[k] for k in STEP_KEYS if k in step}
-            for t, step in (entry.get("process") or {}).items()
-        }
-        plan[str(svc)] = {k: entry[k] for k in PLAN_KEYS if k in entry and k != "process"} | {
-            "process": process
-        }
-    record["plan"] = plan
-    del raw  # the full record (with its answer) goes no further than this function
+    """The whitelisted part of a case's experiment record (answer keys are dropped on read).
+
+    Raises `CaseFileError` naming the file when it is not JSON or its plan is not shaped as expected.
+    """
+    with reading(path):
+        with open(path, encoding="utf-8") as fh:
+            raw = _object(json.load(fh), "the record")
+        record: dict[str, Any] = {k: raw[k] for k in RECORD_KEYS if k in raw}
+        plan: dict[str, Any] = {}
+        for svc, value in _object(raw.get("plan") or {}, "plan").items():
+            entry = _object(value, f"plan.{svc}")
+            process: dict[str, Any] = {}
+            for t, item in _object(entry.get("process") or {}, f"plan.{svc}.process").items():
+                step = _object(item, f"plan.{svc}.process.{t}")
+                process[str(t)] = {k: step[k] for k in STEP_KEYS if k in step}
+            plan[str(svc)] = {k: entry[k] for k in PLAN_KEYS if k in entry and k != "process"} | {
+                "process": process
+            }
+        record["plan"] = plan
+        del raw  # the full record (with its answer) goes no further than this function
     return record
 
 
@@ -188,20 +198,22 @@ def release_events(record: Mapping[str, Any]) -> list[Event]:
 @lru_cache(maxsize=512)
 def _read_table(path: str) -> pd.DataFrame:
     """A per-minute table indexed by unix seconds parsed from its `Time`/`time` string."""
-    frame = pd.read_csv(path)
-    col = "Time" if "Time" in frame.columns else "time"
-    frame.index = pd.Index(parse_go_times(frame[col]))
-    return frame
+    with reading(path):
+        frame = pd.read_csv(path)
+        col = "Time" if "Time" in frame.columns else "time"
+        frame.index = pd.Index(parse_go_times(frame[col]))
+        return frame
 
 
 @lru_cache(maxsize=64)
 def _read_dependency(path: str, services: tuple[str, ...]) -> DependencyGraph:
-    dep = pd.read_csv(path)
-    edges = [
-        (str(s), str(t), float(w))
-        for s, t, w in dep[["Source", "Target", "Weight"]].itertuples(index=False, name=None)
-        if not _IP.match(str(t)) and not _IP.match(str(s))
-    ]
+    with reading(path):
+        dep = pd.read_csv(path)
+        edges = [
+            (str(s), str(t), float(w))
+            for s, t, w in dep[["Source", "Target", "Weight"]].itertuples(index=False, name=None)
+            if not _IP.match(str(t)) and not _IP.match(str(s))
+        ]
     return graph_from_edges(edges, extra_entities=services)
 
 
@@ -215,7 +227,8 @@ def _case_dir(data_dir: Path, ref: CaseRef) -> Path:
 def load(data_dir: Path, ref: CaseRef) -> RecordedCase:
     """Load one ChangeRCA case (pod files are parsed when their service is queried)."""
     case_dir = _case_dir(data_dir, ref)
-    record = read_record(case_dir / f"{case_dir.name}.json")
+    record_path = case_dir / f"{case_dir.name}.json"
+    record = read_record(record_path)
     names = sorted(os.listdir(case_dir))  # a listing, not a read: gied/ etc. stay unopened
     specs: list[ColumnSpec] = []
     pod_seen: set[str] = set()
@@ -237,7 +250,7 @@ def load(data_dir: Path, ref: CaseRef) -> RecordedCase:
     for table, side in ((src_path, "client"), (dst_path, "server")):
         if not table.is_file():
             continue
-        with gzip.open(table, "rt") as fh:
+        with reading(table), gzip.open(table, "rt") as fh:
             header = fh.readline().strip().split(",")
         for col in header:
             if "_" not in col or col in ("time", "timestamp"):
@@ -245,27 +258,33 @@ def load(data_dir: Path, ref: CaseRef) -> RecordedCase:
             caller, callee = col.split("_", 1)
             entity, base = (caller, "client_success_rate") if side == "client" else (callee, "success_rate")
             specs.append(ColumnSpec(entity, _edge_name(base, caller, callee), "%", str(table), col, col))
-    window = TimeWindow(float(coverage.index.min()), float(coverage.index.max()) + STEP)
+    with reading(src_path):  # its rows are the case's coverage
+        window = time_span(coverage.index, STEP)
     services = tuple(sorted({s.entity for s in specs}))
     dep_path = str(case_dir / "dependency.csv.gz")
+    with reading(record_path):  # plan values of the wrong type (a list for a time, ...) are damage
+        events = release_events(record)
     source = RecordedSource(
         name=ref.case_id,
         range=window,
         graph=lambda: _read_dependency(dep_path, services),
         recordings=[TableRecording(window, specs, lambda key: _read_table(key))],
-        change_events=release_events(record),
+        change_events=events,
     )
-    return RecordedCase(ref=ref, source=source, alert=_alert(ref, record), window=window)
+    return RecordedCase(ref=ref, source=source, alert=_alert(ref, record, record_path), window=window)
 
 
-def _alert(ref: CaseRef, record: Mapping[str, Any]) -> Alert:
+def _alert(ref: CaseRef, record: Mapping[str, Any], record_path: Path) -> Alert:
     hint = parse_alert_hint(ref.alert_hint)
     if hint is not None:
         fired = hint.fired_at
-    elif "detect_timestamp" in record:
-        fired = float(record["detect_timestamp"])
-    else:
-        raise ValueError(f"case {ref.case_id}: no detection time in the index or the experiment record")
+    else:  # the record's detection time: its absence or junk there is a damaged record
+        with reading(record_path):
+            if "detect_timestamp" not in record:
+                raise ValueError("no detection time in the index or the experiment record")
+            fired = float(record["detect_timestamp"])
+            if not math.isfinite(fired):
+                raise ValueError(f"detect_timestamp {fired} is not a time")
     return Alert(
         name="incident detected",
         entity=FRONT_END,

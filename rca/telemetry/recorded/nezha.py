@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rca.telemetry.cases import CaseRef, RecordedCase, case_files, parse_alert_hint
+from rca.telemetry.cases import CaseRef, RecordedCase, case_files, parse_alert_hint, reading, time_span
 from rca.telemetry.model import Alert, DependencyGraph, Severity, SpanKind, SpanStatus, TimeWindow
 from rca.telemetry.recorded.alerting import Direction, Signal, detect_alert
 from rca.telemetry.recorded.source import (
@@ -117,9 +117,10 @@ def service_of(pod: str) -> str:
 # --- cached file parsing (per path, shared by the cases of a day) ------------------------------
 @lru_cache(maxsize=256)
 def _read_metric_table(path: str) -> pd.DataFrame:
-    frame = pd.read_csv(path)
-    frame.index = pd.Index(parse_go_times(frame["Time" if "Time" in frame.columns else "time"]))
-    return frame.sort_index()
+    with reading(path):
+        frame = pd.read_csv(path)
+        frame.index = pd.Index(parse_go_times(frame["Time" if "Time" in frame.columns else "time"]))
+        return frame.sort_index()
 
 
 def _severity(body: str) -> str:
@@ -146,45 +147,50 @@ def _read_log_table(path: str) -> pd.DataFrame:
 
 @lru_cache(maxsize=512)
 def _read_logs(path: str) -> pd.DataFrame:
-    raw = _read_log_table(path)
-    if raw.empty:
-        return empty_frame(LOG_COLUMNS)
-    body = raw["Log"].map(_body)
-    return pd.DataFrame(
-        {
-            "time": raw["TimeUnixNano"].astype(np.float64) / 1e9,
-            "entity": raw["PodName"].map(service_of),
-            "instance": raw["PodName"],
-            "severity": body.map(_severity),
-            "body": body,
-            "trace_id": raw["TraceID"].where(raw["TraceID"].notna(), None),
-            "span_id": raw["SpanID"].where(raw["SpanID"].notna(), None),
-        }
-    )
+    with reading(path):
+        # A row without a pod belongs to no entity: skipped like a malformed row (none in the data).
+        raw = _read_log_table(path).dropna(subset=["PodName"])
+        if raw.empty:
+            return empty_frame(LOG_COLUMNS)
+        body = raw["Log"].map(_body)
+        return pd.DataFrame(
+            {
+                "time": raw["TimeUnixNano"].astype(np.float64) / 1e9,
+                "entity": raw["PodName"].map(service_of),
+                "instance": raw["PodName"],
+                "severity": body.map(_severity),
+                "body": body,
+                "trace_id": raw["TraceID"].where(raw["TraceID"].notna(), None),
+                "span_id": raw["SpanID"].where(raw["SpanID"].notna(), None),
+            }
+        )
 
 
 @lru_cache(maxsize=512)
 def _read_spans(path: str) -> pd.DataFrame:
-    raw = pd.read_csv(
-        path, dtype={"TraceID": str, "SpanID": str, "ParentID": str, "PodName": str}, on_bad_lines="skip"
-    )
-    if raw.empty:
-        return empty_frame(SPAN_COLUMNS)
-    parent = raw["ParentID"].where(raw["ParentID"].notna() & (raw["ParentID"] != "root"), None)
-    return pd.DataFrame(
-        {
-            "trace_id": raw["TraceID"],
-            "span_id": raw["SpanID"],
-            "parent_span_id": parent,
-            "entity": raw["PodName"].map(service_of),
-            "instance": raw["PodName"],
-            "name": raw["OperationName"].astype(str),
-            "start": raw["StartTimeUnixNano"].astype(np.float64) / 1e9,
-            "end": raw["EndTimeUnixNano"].astype(np.float64) / 1e9,
-            "kind": SpanKind.UNSPECIFIED.value,
-            "status": SpanStatus.UNSET.value,  # Nezha spans carry no status
-        }
-    )
+    with reading(path):
+        raw = pd.read_csv(
+            path, dtype={"TraceID": str, "SpanID": str, "ParentID": str, "PodName": str}, on_bad_lines="skip"
+        )
+        # A span without an id, a trace or a pod cannot be placed: skipped like a malformed row.
+        raw = raw.dropna(subset=["TraceID", "SpanID", "PodName"])
+        if raw.empty:
+            return empty_frame(SPAN_COLUMNS)
+        parent = raw["ParentID"].where(raw["ParentID"].notna() & (raw["ParentID"] != "root"), None)
+        return pd.DataFrame(
+            {
+                "trace_id": raw["TraceID"],
+                "span_id": raw["SpanID"],
+                "parent_span_id": parent,
+                "entity": raw["PodName"].map(service_of),
+                "instance": raw["PodName"],
+                "name": raw["OperationName"].astype(str),
+                "start": raw["StartTimeUnixNano"].astype(np.float64) / 1e9,
+                "end": raw["EndTimeUnixNano"].astype(np.float64) / 1e9,
+                "kind": SpanKind.UNSPECIFIED.value,
+                "status": SpanStatus.UNSET.value,  # Nezha spans carry no status
+            }
+        )
 
 
 def _derive_kinds(frame: pd.DataFrame) -> pd.DataFrame:
@@ -307,7 +313,8 @@ def _edge_specs(metric_dir: Path) -> list[ColumnSpec]:
         path = metric_dir / fname
         if not path.is_file():
             continue
-        header = pd.read_csv(path, nrows=0).columns
+        with reading(path):
+            header = pd.read_csv(path, nrows=0).columns
         for col in header:
             if col in ("time", "timestamp") or "_" not in col:
                 continue
@@ -338,24 +345,11 @@ def load(data_dir: Path, ref: CaseRef) -> RecordedCase:
         )
     specs.extend(_edge_specs(metric_dir))
 
-    # The collector's tick inside each minute aligns the minute files with the metric rows.
-    tick = float(np.median(np.mod(front.index.to_numpy(), MINUTE))) if front is not None else 0.0
     minutes = _case_minutes(ref, day)
-    if minutes:
-        window = TimeWindow(minutes[0] - MINUTE + tick, minutes[-1] + tick)
-        day_start = float(front.index.min()) if front is not None else window.start - BASELINE_BEFORE
-        day_end = float(front.index.max()) + MINUTE if front is not None else window.end + AFTER
-        metric_range = TimeWindow(
-            max(day_start, window.start - BASELINE_BEFORE), min(day_end, window.end + AFTER)
-        )
-        metric_range = TimeWindow(min(metric_range.start, window.start), max(metric_range.end, window.end))
-    else:
-        if front is None:
-            raise ValueError(
-                f"case {ref.case_id}: no minute files and no front_service.csv to bound the case"
-            )
-        window = TimeWindow(float(front.index.min()), float(front.index.max()) + MINUTE)
-        metric_range = window
+    if front is None and not minutes:
+        raise ValueError(f"case {ref.case_id}: no minute files and no front_service.csv to bound the case")
+    with reading(front_path):  # the front end's times bound the case
+        window, metric_range, tick = _bounds(front, minutes)
 
     log_files, trace_files = _minute_files(data_dir, ref, day)
     services = sorted({s.entity for s in specs})
@@ -365,12 +359,13 @@ def load(data_dir: Path, ref: CaseRef) -> RecordedCase:
 
     def topology() -> DependencyGraph:
         if dep_path.is_file():
-            dep = pd.read_csv(dep_path)
-            edges = [
-                (str(s), str(t), float(w))
-                for s, t, w in dep[["Source", "Target", "Weight"]].itertuples(index=False, name=None)
-                if not _IP.match(str(t)) and not _IP.match(str(s))
-            ]
+            with reading(dep_path):
+                dep = pd.read_csv(dep_path)
+                edges = [
+                    (str(s), str(t), float(w))
+                    for s, t, w in dep[["Source", "Target", "Weight"]].itertuples(index=False, name=None)
+                    if not _IP.match(str(t)) and not _IP.match(str(s))
+                ]
             return graph_from_edges(edges, extra_entities=services)
         if span_loader is not None:
             every = TimeWindow(min(span_loader.files) - 2 * MINUTE, max(span_loader.files) + MINUTE)
@@ -387,6 +382,27 @@ def load(data_dir: Path, ref: CaseRef) -> RecordedCase:
     )
     alert = _alert(ref, source, window, entry, bool(minutes))
     return RecordedCase(ref=ref, source=source, alert=alert, window=window)
+
+
+def _bounds(front: pd.DataFrame | None, minutes: list[float]) -> tuple[TimeWindow, TimeWindow, float]:
+    """(case window, metric range, collector tick) from the front-end table and the case minutes.
+
+    ValueError when the front-end table has no row (or rows of another day than the minutes).
+    """
+    day = time_span(front.index, MINUTE) if front is not None else None
+    # The collector's tick inside each minute aligns the minute files with the metric rows.
+    tick = (
+        float(np.median(np.mod(front.index.to_numpy(dtype=np.float64), MINUTE))) if front is not None else 0.0
+    )
+    if not minutes:
+        if day is None:
+            raise ValueError("no minute files and no front_service.csv to bound the case")
+        return day, day, tick
+    window = TimeWindow(minutes[0] - MINUTE + tick, minutes[-1] + tick)
+    day_start = day.start if day is not None else window.start - BASELINE_BEFORE
+    day_end = day.end if day is not None else window.end + AFTER
+    around = TimeWindow(max(day_start, window.start - BASELINE_BEFORE), min(day_end, window.end + AFTER))
+    return window, TimeWindow(min(around.start, window.start), max(around.end, window.end)), tick
 
 
 def _alert(ref: CaseRef, source: RecordedSource, window: TimeWindow, entry: str, has_minutes: bool) -> Alert:

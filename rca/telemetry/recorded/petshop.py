@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rca.telemetry.cases import CaseRef, RecordedCase, case_files, parse_alert_hint, reading
+from rca.telemetry.cases import CaseRef, RecordedCase, case_files, parse_alert_hint, reading, time_span
 from rca.telemetry.model import Alert, DependencyGraph, TimeWindow
 from rca.telemetry.recorded.alerting import Direction, Signal, detect_alert
 from rca.telemetry.recorded.source import ColumnSpec, RecordedSource, TableRecording
@@ -116,7 +116,7 @@ def load(data_dir: Path, ref: CaseRef) -> RecordedCase:
     metrics_path, graph_path, normal_path = _paths(data_dir, ref)
     issue = _read_metrics(str(metrics_path))
     with reading(metrics_path):
-        window = TimeWindow(float(issue.index.min()), float(issue.index.max()) + STEP)
+        window = time_span(issue.index, STEP)
         specs = _specs(issue, "issue")
     reader: Callable[[str], pd.DataFrame] = lambda key: issue  # noqa: E731 - one frame
     recordings = [TableRecording(window, specs, reader)]
@@ -125,7 +125,7 @@ def load(data_dir: Path, ref: CaseRef) -> RecordedCase:
         # The normal file's span is needed for `baseline_window`: read its first column only (4 header rows).
         with reading(normal_path):
             stamps = pd.read_csv(normal_path, usecols=[0], skiprows=4, header=None).iloc[:, 0].astype(float)
-            baseline = TimeWindow(float(stamps.min()), float(stamps.max()) + STEP)
+            baseline = time_span(stamps, STEP)
         normal_key = str(normal_path)
         normal_specs = [ColumnSpec(s.entity, s.name, s.unit, normal_key, s.column, s.original) for s in specs]
         recordings.append(TableRecording(baseline, normal_specs, lambda key: _read_metrics(key)))

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rca.telemetry.cases import CaseRef, RecordedCase, case_files, reading
+from rca.telemetry.cases import CaseRef, RecordedCase, case_files, reading, time_span
 from rca.telemetry.model import Alert, DependencyGraph, TimeWindow
 from rca.telemetry.recorded.alerting import Direction, Signal, detect_alert
 from rca.telemetry.recorded.source import ColumnSpec, RecordedSource, TableRecording
@@ -102,7 +102,7 @@ def load(data_dir: Path, ref: CaseRef) -> RecordedCase:
         raise ValueError(f"case {ref.case_id}: index `files` names no anomalous.csv")
     frame = _read(str(data_dir / anomalous))
     with reading(data_dir / anomalous):
-        window = TimeWindow(float(frame.index.min()), float(frame.index.max()) + STEP)
+        window = time_span(frame.index, STEP)
         specs = _specs(list(frame.columns), str(data_dir / anomalous))
     recordings = [TableRecording(window, specs, lambda key: _read(key))]
     baseline: TimeWindow | None = None
@@ -110,7 +110,7 @@ def load(data_dir: Path, ref: CaseRef) -> RecordedCase:
         normal_key = str(data_dir / normal)
         with reading(normal_key):
             stamps = pd.read_csv(normal_key, usecols=["time"])["time"].astype(float)
-            baseline = TimeWindow(float(stamps.min()), float(stamps.max()) + STEP)
+            baseline = time_span(stamps, STEP)
         normal_specs = [ColumnSpec(s.entity, s.name, s.unit, normal_key, s.column, s.original) for s in specs]
         recordings.append(TableRecording(baseline, normal_specs, lambda key: _read(key)))
     source = RecordedSource(
