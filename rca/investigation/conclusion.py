@@ -145,12 +145,14 @@ def conclude(
         # Shadow: the legacy behaviour names the policy's best guess, proven or not.
         named = tree.root_cause or _best_guess(tree, loop.priority)
     exit_ = GateExit.CONFIDENT if named is not None else GateExit.NO_CONFIDENT_ROOT_CAUSE
-    if named is not None:  # the same service, as deep as its levels' leaders reach (kind, detail)
-        named = refined(tree, root_of(tree, named), settings.levels)
+    if named is not None:  # the service-level claim: what the confidence is about
+        named = root_of(tree, named)
     if policy.failure is not None:  # a policy that failed closed names nothing, whatever was proven
         named, exit_ = None, GateExit.NO_CONFIDENT_ROOT_CAUSE
     explained_by = _explained_by_changes(ctx, suspects)
-    candidates = rank_candidates(suspects, loop, named, explained_by)
+    # The same service, named as deep as its levels' leaders reach (fault kind, detail).
+    deepest = refined(tree, named, settings.levels) if named is not None else None
+    candidates = rank_candidates(suspects, loop, deepest, explained_by)
     root = next((c for c in candidates if named is not None and c.entity == named.entity), None)
     score_of: Mapping[str, Suspect] = {s.entity: s for s in suspects}
     margin = _margin(candidates) if root is not None else 0.0
