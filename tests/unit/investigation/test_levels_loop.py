@@ -166,3 +166,14 @@ def test_a_detail_naming_another_release_is_not_supported_by_the_changes_tool() 
     )
     assert unmeasured.signals == {}
     assert "unmeasured for this detail" in unmeasured.summary
+
+
+def test_refinement_changes_what_is_named_not_how_far_it_may_go() -> None:
+    case = _dev_case("changerca-ob", "changerca/2023-09-22_1")
+    refined_run = investigate(case.source, case.alert)
+    flat_run = investigate(case.source, case.alert, EngineConfig(refine=False))
+    assert refined_run.root_cause is not None
+    assert flat_run.root_cause is not None
+    assert refined_run.root_cause.entity == flat_run.root_cause.entity
+    assert refined_run.outcome == flat_run.outcome  # the tier and confidence rest on the proven service
+    assert refined_run.outcome.tier.value == "pull_request"
