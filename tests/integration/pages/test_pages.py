@@ -152,6 +152,29 @@ def test_similar_incidents_degrade_to_a_note_without_memory(
     assert "Incident memory is unavailable" in page.content.decode()
 
 
+def test_similar_past_incidents_come_from_memory_and_link_to_their_pages(viewer: Client) -> None:
+    import uuid
+
+    from rca.memory import index
+    from rca.memory.documents import document_for
+
+    tag = uuid.uuid4().hex[:8]  # the session's memory store is shared with other tests
+    past = factories.incident(title=f"Checkout errors {tag}", symptom_entity=f"checkout-{tag}")
+    past_inv = factories.investigation(past, root=f"payments-db-{tag}", fault_kind="cpu")
+    index.upsert(document_for(past, past_inv))
+    now = factories.incident(title=f"Checkout errors again {tag}", symptom_entity=f"checkout-{tag}")
+    now_inv = factories.investigation(now, root=f"payments-db-{tag}", fault_kind="cpu")
+    index.upsert(document_for(now, now_inv))  # itself is in memory too, and must not be listed
+
+    page = viewer.get(f"/incidents/{now.pk}/")
+    assert page.status_code == 200
+    listed = [p.incident_id for p in page.context["similar"]]
+    assert past.pk in listed
+    assert now.pk not in listed
+    assert f'href="/incidents/{past.pk}/"' in page.content.decode()
+    assert f"payments-db-{tag}" in page.content.decode()
+
+
 def test_explorer_draws_the_path_even_without_topology(viewer: Client, concluded: ActionProposal) -> None:
     page = viewer.get(f"/incidents/{concluded.investigation.incident_id}/explorer/")
     assert page.status_code == 200
