@@ -12,16 +12,19 @@ from django.conf import settings
 from django.core.management import call_command
 
 from celery_app.app import app
+from graphstore.driver import database, get_driver
 from graphstore.reads import incident_subgraph
 from rca.incidents.models import Evidence, Hypothesis, Incident, Investigation
 from rca.memory import index
 from rca.memory.store import close_client
 from tests.conftest import point_graph_at, start_arcade
+from tests.integration.graph.factory import graph_counts
 from tests.integration.pipeline.worker import start_worker, stop, wait_for, worker_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True), pytest.mark.slow]
 DATA = Path(__file__).resolve().parents[4] / "shared" / "data"
 CASE = ("rcd-sockshop", "rcd/carts-cpu/1")  # a dev case the engine explains confidently
+UNSURE = ("nezha", "nezha/2022-08-22/00")  # a dev case it finds no confident root cause for
 
 
 @pytest.fixture(autouse=True)
@@ -106,8 +109,8 @@ def test_a_confident_exit_is_not_required_for_the_projection(
     tmp_path: Path, graph_server: object, memory_via_worker: dict[str, str]
 ) -> None:
     """A "no confident root cause" exit is projected too, with no ROOT_CAUSED_BY relationship."""
-    call_command("import_case", "nezha", "nezha/2022-08-22/00", "--data", str(DATA), verbosity=0)
-    incident = Incident.objects.get(recorded_case__case_id="nezha/2022-08-22/00")
+    call_command("import_case", *UNSURE, "--data", str(DATA), verbosity=0)
+    incident = Incident.objects.get(recorded_case__case_id=UNSURE[1])
     investigation = incident.investigations.get()
     worker = start_worker(tmp_path / "worker.log", "pipeline", "celery,memory", memory_via_worker)
     try:
@@ -115,26 +118,50 @@ def test_a_confident_exit_is_not_required_for_the_projection(
     finally:
         stop(worker)
     investigation.refresh_from_db()
+    # pinned: this recorded case exits without a confident root cause, so the graph must name none
+    assert investigation.exit == "no_confident_root_cause"
+    assert investigation.root_cause_entity == ""
     graph = incident_subgraph(incident.pk)
     assert graph is not None
-    expected = 1 if investigation.exit == "confident" else 0
-    assert _types(graph).count("ROOT_CAUSED_BY") == expected
+    assert graph["incident"]["exit"] == "no_confident_root_cause"
+    assert "root_cause" not in graph["incident"]
+    assert _types(graph).count("ROOT_CAUSED_BY") == 0
+    assert (
+        _types(graph).count("HAS_HYPOTHESIS")
+        == Hypothesis.objects.filter(investigation=investigation).count()
+    )
 
 
-def test_the_graph_server_down_delays_the_projection_and_loses_nothing(
+def _projection_retried(log: Path) -> bool:
+    """The worker's log shows `project_graph` failing on the graph server and scheduled again."""
+    return any(
+        "rootline.project_graph" in line and "Retry in" in line and "GraphUnavailable" in line
+        for line in log.read_text().splitlines()
+    )
+
+
+def test_the_graph_server_stopped_mid_investigation_delays_the_projection_and_loses_nothing(
     tmp_path: Path, graph_server: object, memory_via_worker: dict[str, str]
 ) -> None:
-    """The investigation completes and is stored while the graph is down; the projection is retried
-    and appears once the server is back."""
+    """The graph server stops while an investigation is in flight: the investigation completes and is
+    stored, the projection is retried while the server is down and appears, once, when it is back."""
     own = start_arcade(tmp_path / "arcadedb")  # its own server, to stop and start again
     point_graph_at(own)
+    gate, log = tmp_path / "gate", tmp_path / "worker.log"
+    gate.mkdir()
     worker = None
     try:
-        own.stop()
         incident = _import()
         investigation = incident.investigations.get()
-        env = {**memory_via_worker, "NEO4J_URI": own.uri}
-        worker = start_worker(tmp_path / "worker.log", "pipeline", "celery,memory", env)
+        # The faults worker pauses once, between the engine's work and storing its result.
+        env = {**memory_via_worker, "NEO4J_URI": own.uri, "ROOTLINE_TEST_PAUSE_DIR": str(gate)}
+        worker = start_worker(
+            log, "pipeline", "celery,memory", env, app="tests.integration.faults.worker_app"
+        )
+        wait_for(lambda: (gate / "reached").exists(), 120, "the worker to be mid-investigation")
+        assert Investigation.objects.get(pk=investigation.pk).status == "running"
+        own.stop()  # the graph server goes away under the running investigation
+        (gate / "go").touch()
         wait_for(
             lambda: Investigation.objects.filter(pk=investigation.pk, indexed_at__isnull=False).exists(),
             120,
@@ -142,8 +169,10 @@ def test_the_graph_server_down_delays_the_projection_and_loses_nothing(
         )
         investigation.refresh_from_db()
         assert investigation.status == "succeeded"
-        assert investigation.projected_at is None  # the graph is down: not projected yet
-        wait_for(lambda: "Retry in" in (tmp_path / "worker.log").read_text(), 30, "a projection retry")
+        assert investigation.exit == "confident"
+        assert investigation.root_cause_entity == "carts"
+        wait_for(lambda: _projection_retried(log), 30, "the projection to fail and be scheduled again")
+        assert Investigation.objects.get(pk=investigation.pk).projected_at is None  # not projected yet
 
         own.start()  # the same data folder and ports: the server comes back
         wait_for(
@@ -154,6 +183,16 @@ def test_the_graph_server_down_delays_the_projection_and_loses_nothing(
         graph = incident_subgraph(incident.pk)
         assert graph is not None
         assert _types(graph).count("ROOT_CAUSED_BY") == 1
+        # Nothing lost and nothing twice: this server holds exactly the stored investigation's nodes.
+        nodes, rels = graph_counts(get_driver(), database())
+        hypotheses = Hypothesis.objects.filter(investigation=investigation).count()
+        evidence = Evidence.objects.filter(hypothesis__investigation=investigation).count()
+        assert (nodes["Incident"], nodes["Hypothesis"], nodes["Evidence"]) == (1, hypotheses, evidence)
+        assert (rels["ROOT_CAUSED_BY"], rels["HAS_HYPOTHESIS"], rels["EVIDENCED_BY"]) == (
+            1,
+            hypotheses,
+            evidence,
+        )
         assert Investigation.objects.filter(incident=incident).count() == 1
     finally:
         if worker is not None:

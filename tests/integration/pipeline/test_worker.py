@@ -1,4 +1,5 @@
-"""Investigations through a real Celery worker over Redis, redelivered when the worker dies."""
+"""Investigations through a real Celery worker over Redis: run once, redelivered when the worker dies,
+and reporting their progress while they run."""
 
 from __future__ import annotations
 
@@ -7,12 +8,16 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
+from rest_framework.test import APIClient
 
 from celery_app.app import app
 from rca.incidents.investigations import run_investigation, telemetry_for
 from rca.incidents.models import Evidence, Hypothesis, Incident, Investigation
 from rca.investigation.engine import investigate
-from tests.integration.pipeline.worker import start_worker, stop, wait_for
+from tests.integration.api.factories import user
+from tests.integration.faults.worker_app import purge_parked
+from tests.integration.pipeline.worker import start_worker, stop, wait_for, worker_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True), pytest.mark.slow]
 DATA = Path(__file__).resolve().parents[4] / "shared" / "data"
@@ -83,3 +88,43 @@ def test_killed_worker_mid_investigation_is_redelivered_and_completes_once(tmp_p
     assert keys
     assert len(keys) == len(set(keys))
     assert investigation.proposals.count() == 1
+
+
+def test_the_investigate_task_writes_progress_a_page_can_poll(tmp_path: Path) -> None:
+    """While the task runs, the investigation's row says the current turn, the last tool and how many
+    hypotheses there are so far, and the API serves it to a polling page."""
+    incident = _import("petshop", "petshop/high_traffic/train/issue_2")  # several turns
+    investigation = incident.investigations.get()
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    env = worker_env(
+        ROOTLINE_TEST_PAUSE_DIR=str(gate),  # pause once, after the loop's last turn, before storing
+        ROOTLINE_TEST_PARK="rootline.project_graph,rootline.index_memory",  # not under test here
+    )
+    worker = start_worker(tmp_path / "worker.log", "w1", env=env, app="tests.integration.faults.worker_app")
+    page = APIClient()
+    page.force_authenticate(user("viewer"))
+    url = reverse("api:investigation-detail", args=[investigation.pk])
+    try:
+        wait_for(lambda: (gate / "reached").exists(), 90, "the worker to finish the loop")
+        polled = page.get(url)
+        assert polled.status_code == 200
+        assert polled.json()["status"] == "running"
+        progress = polled.json()["progress"]
+        (gate / "go").touch()
+        wait_for(lambda: _status(investigation) == "succeeded", 60, "the investigation to be stored")
+    finally:
+        stop(worker)
+        purge_parked()
+    investigation.refresh_from_db()
+    assert set(progress) == {"turn", "last_tool", "hypotheses"}
+    # what the page saw is the loop's last turn of this very run
+    assert progress["turn"] == investigation.turns >= 2
+    tools = set(
+        Evidence.objects.filter(hypothesis__investigation=investigation).values_list("tool", flat=True)
+    )
+    assert progress["last_tool"] in tools
+    assert progress["hypotheses"] == Hypothesis.objects.filter(investigation=investigation).count() >= 1
+    # the stored result replaces the live progress with the run's summary
+    assert investigation.progress["turn"] == investigation.turns
+    assert "last_tool" not in investigation.progress
