@@ -8,6 +8,7 @@ the reversed hunks are also applied to the file as it is on the branch, refusing
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -155,6 +156,15 @@ class FileDiff:
                     out.append(body)
         out += source[at:]
         return "\n".join(out) + ending if out else ""
+
+
+def modification(path: str, old: str, new: str, context: int = 3) -> FileDiff:
+    """The edit that turns `old` into `new` (the text of `path`), as `git diff` would write it; raises
+    PatchError when the two are the same, since an empty diff proposes nothing."""
+    lines = list(difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=context))
+    if not lines:
+        raise PatchError(f"{path}: the edit changes nothing")
+    return FileDiff(path, "modified", tuple(parse_hunks("\n".join(lines[2:]))))
 
 
 def unified(diffs: Iterable[FileDiff]) -> str:

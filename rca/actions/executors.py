@@ -17,13 +17,14 @@ import logging
 import smtplib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
 from django.utils import timezone
 
+from rca.actions.config_change import ConfigChange, config_change_for
 from rca.actions.diffs import FileDiff, PatchError
 from rca.actions.github import GITHUB_API, ActionError, GitHubRepo, Journal, client_for, post_webhook
 from rca.actions.revert import NoPatch, Revert, revert_for
@@ -271,8 +272,42 @@ def _chain(proposal: ActionProposal) -> dict[str, Any]:
     return chain if isinstance(chain, dict) else {}  # a row never concluded stores an empty list
 
 
-def _revert(proposal: ActionProposal, repo: GitHubRepo, config: ActionsConfig) -> Revert:
-    return revert_for(_chain(proposal).get("citation"), repo, config.manifest_path)
+class ProposedChange(Protocol):
+    """What a patch or pull request carries: file diffs, a note saying what and why, a commit message.
+    A `Revert` of the cited change and a `ConfigChange` mitigation are both one."""
+
+    @property
+    def files(self) -> tuple[FileDiff, ...]: ...
+
+    @property
+    def note(self) -> str: ...
+
+    @property
+    def diff(self) -> str: ...
+
+    @property
+    def message(self) -> str: ...
+
+
+def _change(proposal: ActionProposal, repo: GitHubRepo, config: ActionsConfig) -> ProposedChange:
+    """The revert of the cited change; without a citation, the configuration change the fault kind of
+    the named root cause calls for in its manifest (offline, no model drafts a patch)."""
+    citation = _chain(proposal).get("citation")
+    if citation:
+        return revert_for(citation, repo, config.manifest_path)
+    investigation = proposal.investigation
+    return config_change_for(
+        investigation.root_cause_entity, investigation.root_cause_kind, repo, config.manifest_path
+    )
+
+
+def _change_details(change: ProposedChange) -> dict[str, Any]:
+    """What the action page shows besides the diff: the commit reverted, or the manifest changed."""
+    if isinstance(change, ConfigChange):
+        return {"manifest": change.path, "base": change.branch, "blob": change.blob}
+    if isinstance(change, Revert):
+        return {"commit": change.commit}
+    return {}
 
 
 def notify(
@@ -318,36 +353,39 @@ def open_issue(proposal: ActionProposal, config: ActionsConfig, journal: Journal
 
 
 def propose_patch(proposal: ActionProposal, config: ActionsConfig, journal: Journal) -> Artifact:
-    """The revert of the cited change as a unified diff, attached to the action and never pushed; or
-    no patch, with the reason."""
+    """The revert of the cited change (or, citing none, a configuration change against the manifest)
+    as a unified diff, attached to the action and never pushed; or no patch, with the reason."""
     with _github(config, journal) as repo:
         try:
-            revert = _revert(proposal, repo, config)
+            change = _change(proposal, repo, config)
         except NoPatch as exc:
             return Artifact("patch", details={"patch_note": f"No patch: {exc}."})
-    return Artifact("patch", patch=revert.diff, details={"patch_note": revert.note, "commit": revert.commit})
+    return Artifact(
+        "patch", patch=change.diff, details={"patch_note": change.note, **_change_details(change)}
+    )
 
 
 def open_pull_request(proposal: ActionProposal, config: ActionsConfig, journal: Journal) -> Artifact:
-    """A branch, a commit of the revert and a labelled pull request; never merged."""
+    """A branch, a commit of the patch (the revert, or the configuration change) and a labelled pull
+    request; never merged."""
     branch = f"rootline/action-{proposal.pk}"
     with _github(config, journal) as repo:
-        revert = _revert(proposal, repo, config)
+        change = _change(proposal, repo, config)
         body = artifact_body(
-            proposal, config, revert.note + "\n\nOpened by Rootline after approval; merge it yourself."
+            proposal, config, change.note + "\n\nOpened by Rootline after approval; merge it yourself."
         )
         details: dict[str, Any] = {
             "branch": branch,
             "title": proposal.title,
             "body": body,
-            "patch_note": revert.note,
+            "patch_note": change.note,
         }
         existing = repo.find_pull(branch) if repo.repo else None
         if existing is not None:
             repo.add_labels(int(existing["number"]), [config.label])
             details |= {"number": existing.get("number"), "found": True}
             return Artifact(
-                "pull_request", url=str(existing.get("html_url") or ""), patch=revert.diff, details=details
+                "pull_request", url=str(existing.get("html_url") or ""), patch=change.diff, details=details
             )
         base = repo.default_branch()
         base_head = repo.branch_head(base)
@@ -356,27 +394,27 @@ def open_pull_request(proposal: ActionProposal, config: ActionsConfig, journal: 
         existed = repo.branch_head(branch) is not None
         if not existed:
             repo.create_branch(branch, base_head)
-        for change in revert.files:
-            _commit_file(repo, change, revert, base, branch, existed)
+        for file_diff in change.files:
+            _commit_file(repo, file_diff, change, base, branch, existed)
         made = repo.create_pull(proposal.title, body, branch, base)
         number = made.get("number")
         repo.add_labels(int(number) if number is not None else None, [config.label])
     details |= {"number": number, "base": base}
-    return Artifact("pull_request", url=str(made.get("html_url") or ""), patch=revert.diff, details=details)
+    return Artifact("pull_request", url=str(made.get("html_url") or ""), patch=change.diff, details=details)
 
 
 def _commit_file(
-    repo: GitHubRepo, change: FileDiff, revert: Revert, base: str, branch: str, existed: bool
+    repo: GitHubRepo, change: FileDiff, proposed: ProposedChange, base: str, branch: str, existed: bool
 ) -> None:
-    """Commit one reverted file on `branch`, computed from the base branch's copy; a file the branch
-    already holds as reverted (a redelivered task) is left alone."""
+    """Commit one changed file on `branch`, computed from the base branch's copy; a file the branch
+    already holds as changed (a redelivered task) is left alone."""
     on_base = repo.file(change.path, base)
     if on_base is None and change.status != "added":
         raise ActionError(f"{change.path} does not exist on {base}")
     try:
         target = change.apply(on_base[0] if on_base else "")
     except PatchError as exc:
-        raise ActionError(f"the revert no longer applies to {base}: {exc}") from exc
+        raise ActionError(f"the patch no longer applies to {base}: {exc}") from exc
     if change.status == "added" and on_base is not None and on_base[0] != target:
         raise ActionError(f"{change.path} exists again on {base} with other content")
     current = repo.file(change.path, branch) if existed else on_base
@@ -384,9 +422,9 @@ def _commit_file(
         return
     if target is None:
         assert current is not None  # equal above otherwise
-        repo.delete_file(change.path, revert.message, branch, current[1])
+        repo.delete_file(change.path, proposed.message, branch, current[1])
     else:
-        repo.put_file(change.path, target, revert.message, branch, current[1] if current else None)
+        repo.put_file(change.path, target, proposed.message, branch, current[1] if current else None)
 
 
 EXECUTORS: dict[ActionTier, Callable[[ActionProposal, ActionsConfig, Journal], Artifact]] = {

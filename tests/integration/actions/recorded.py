@@ -55,6 +55,54 @@ MANIFEST_V2 = (
     .replace("adservice:v1-59dcc9f97", "adservice:v2-fd6989b7c")
 )
 
+# The manifest on the default branch as Online Boutique writes it (a Service and a Deployment in one
+# file, with the upstream resource requests and limits), plus the comments an owner leaves.
+MANIFEST_LIMITS = """# adservice: serves ads to the frontend (owned by team-ads)
+apiVersion: v1
+kind: Service
+metadata:
+  name: adservice
+spec:
+  type: ClusterIP
+  selector:
+    app: adservice
+  ports:
+    - name: grpc
+      port: 9555
+      targetPort: 9555
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: adservice
+  labels:
+    app: adservice
+spec:
+  replicas: 3 # matches the HPA floor
+  selector:
+    matchLabels:
+      app: adservice
+  template:
+    metadata:
+      labels:
+        app: adservice
+    spec:
+      terminationGracePeriodSeconds: 5
+      containers:
+        - name: server
+          image: registry.example.com/boutique/adservice:v1-59dcc9f97
+          ports:
+            - containerPort: 9555
+          resources:
+            requests:
+              cpu: 200m
+              memory: 180Mi
+            limits:
+              cpu: 300m # raised after INC-2291
+              memory: "300Mi"
+"""
+MANIFEST_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
+
 
 def bare_patch(old: str, new: str) -> str:
     """A file's `patch` as GitHub returns it: `git diff` hunks without the `---`/`+++` lines."""
