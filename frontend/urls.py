@@ -13,6 +13,7 @@ urlpatterns = [
     path("incidents/", views.incident_list, name="incidents"),
     path("incidents/<int:pk>/", views.incident_detail, name="incident"),
     path("incidents/<int:pk>/rerun/", views.incident_rerun, name="incident-rerun"),
+    path("incidents/<int:pk>/comments/", views.incident_comment, name="incident-comment"),
     path("incidents/<int:pk>/progress.json", views.incident_progress, name="incident-progress"),
     path("incidents/<int:pk>/explorer/", views.explorer, name="explorer"),
     path("actions/<int:pk>/", views.action_review, name="action"),

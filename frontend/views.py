@@ -1,6 +1,6 @@
-"""Page views: parse the request, call `frontend.presenters` (reads) or `rca.incidents.approvals`
-(decisions), render. Every page needs a signed-in user holding a role (`frontend.access`); every
-form carries a CSRF token."""
+"""Page views: parse the request, call `frontend.presenters` (reads), `rca.incidents.approvals`
+(decisions) or `rca.incidents.comments` (comments), render. Every page needs a signed-in user holding
+a role (`frontend.access`); every form carries a CSRF token."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from frontend.forms import DecisionForm, IncidentFilterForm, SearchForm
 from rca.core.actions import ActionTier
 from rca.health import run_checks
 from rca.incidents.approvals import ApprovalError, Role, approve, has_role, reject, request_rerun
+from rca.incidents.comments import COMMENT_MAX_LENGTH, CommentError, add_comment, comments_of
 from rca.incidents.models import ActionProposal, Incident, Investigation
 
 PAGE_SIZE = 25
@@ -72,9 +73,42 @@ def incident_list(request: HttpRequest) -> HttpResponse:
 def incident_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One incident: its alert, the investigation's progress or conclusion, similar past incidents."""
     incident = get_object_or_404(Incident, pk=pk)
+    return _incident_page(request, incident)
+
+
+def _incident_page(
+    request: HttpRequest, incident: Incident, status: int = 200, **extra: object
+) -> HttpResponse:
+    """The incident page; `extra` adds to its context (a refused comment's error and text)."""
     context = presenters.detail(incident)
-    context["can_rerun"] = has_role(request.user, Role.RESPONDER)
-    return render(request, "frontend/incident_detail.html", context)
+    responder = has_role(request.user, Role.RESPONDER)
+    context.update(
+        {
+            "can_rerun": responder,
+            "can_comment": responder,
+            "comments": list(comments_of(incident)),
+            "comment_max_length": COMMENT_MAX_LENGTH,
+            **extra,
+        }
+    )
+    return render(request, "frontend/incident_detail.html", context, status=status)
+
+
+@viewer_required
+@require_POST
+def incident_comment(request: HttpRequest, pk: int) -> HttpResponse:
+    """Add a comment (responder or approver; rca.incidents.comments checks the role and the body and
+    audits), then back to the incident page. A refusal re-renders the page with the reason and the
+    text typed: 403 for a viewer, 400 for an empty or over-long body."""
+    incident = get_object_or_404(Incident, pk=pk)
+    body = request.POST.get("body", "")
+    try:
+        add_comment(incident, request.user, body)
+    except CommentError as exc:
+        code = 403 if exc.code == CommentError.FORBIDDEN else 400
+        return _incident_page(request, incident, code, comment_error=exc.message, comment_body=body)
+    messages.success(request, "Comment added.")
+    return redirect(reverse("frontend:incident", args=[pk]))
 
 
 @viewer_required

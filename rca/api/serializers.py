@@ -14,10 +14,12 @@ from rest_framework import serializers
 
 from rca.api.schema import TIER_CHOICES
 from rca.incidents.approvals import allowed_tier
+from rca.incidents.comments import COMMENT_MAX_LENGTH
 from rca.incidents.models import (
     ActionProposal,
     Alert,
     AuditEvent,
+    Comment,
     Evidence,
     Hypothesis,
     Incident,
@@ -79,6 +81,15 @@ class RejectSerializer(serializers.Serializer[dict[str, Any]]):
     """A rejection and why."""
 
     reason = serializers.CharField(max_length=2000, help_text="Why; kept in the audit trail.")
+
+
+class NewCommentSerializer(serializers.Serializer[dict[str, Any]]):
+    """A comment to add; `rca.incidents.comments` strips it and checks it again (one set of rules)."""
+
+    body = serializers.CharField(
+        max_length=COMMENT_MAX_LENGTH,
+        help_text=f"Plain text, at most {COMMENT_MAX_LENGTH:,} characters (surrounding whitespace dropped).",
+    )
 
 
 class ApproveSerializer(RejectSerializer):
@@ -271,10 +282,24 @@ class IncidentListSerializer(serializers.ModelSerializer[Incident]):
         )
 
 
+class CommentSerializer(serializers.ModelSerializer[Comment]):
+    """A comment on an incident: plain text, to be shown escaped."""
+
+    author: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, help_text="The author's user name."
+    )
+
+    class Meta:
+        model = Comment
+        fields = ("id", "incident", "author", "body", "created_at")
+        read_only_fields = fields
+
+
 class IncidentDetailSerializer(IncidentListSerializer):
-    """An incident with its alerts and its latest investigation."""
+    """An incident with its alerts, its latest investigation and its comments (oldest first)."""
 
     alerts = AlertSerializer(many=True, read_only=True)
+    comments = CommentSerializer(many=True, read_only=True)
     latest_investigation = serializers.SerializerMethodField()
     investigations = serializers.SerializerMethodField()
 
@@ -287,6 +312,7 @@ class IncidentDetailSerializer(IncidentListSerializer):
             "alerts",
             "latest_investigation",
             "investigations",
+            "comments",
         )
 
     @extend_schema_field(InvestigationSummarySerializer(allow_null=True))

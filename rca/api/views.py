@@ -2,7 +2,8 @@
 
 Every view needs a user with the viewer role at least (`REST_FRAMEWORK` defaults), except the intake
 webhooks (a per-source intake token) and health (open, like /healthz). Decisions (approve, reject,
-re-run) are checked by `rca.incidents.approvals`, which also audits every attempt.
+re-run) are checked by `rca.incidents.approvals`, which also audits every attempt; comments by
+`rca.incidents.comments`, which audits each comment and each refused one.
 """
 
 from __future__ import annotations
@@ -34,9 +35,11 @@ from rca.core.actions import ActionTier
 from rca.health import run_checks
 from rca.incidents import approvals
 from rca.incidents.approvals import ApprovalError
+from rca.incidents.comments import CommentError, add_comment, comments_of
 from rca.incidents.intake import IntakeError, IntakeResult, ingest_alertmanager, ingest_generic
 from rca.incidents.models import (
     ActionProposal,
+    Comment,
     Hypothesis,
     Incident,
     IntakeSource,
@@ -273,14 +276,21 @@ def _latest(field: str) -> Subquery:
     retrieve=extend_schema(responses={200: s.IncidentDetailSerializer, **_errors(401, 403, 404)}),
 )
 class IncidentViewSet(viewsets.ReadOnlyModelViewSet[Incident]):
-    """Incidents, newest first; the detail has the alerts and the latest investigation."""
+    """Incidents, newest first; the detail has the alerts, the latest investigation and the comments;
+    comments are listed (viewer) and added (responder or approver) under `comments/`."""
 
     lookup_value_regex = r"\d+"
 
-    def get_serializer_class(self) -> type[serializers.BaseSerializer[Incident]]:
-        return s.IncidentDetailSerializer if self.action == "retrieve" else s.IncidentListSerializer
+    def get_serializer_class(self) -> type[serializers.BaseSerializer[Any]]:
+        by_action: dict[str, type[serializers.BaseSerializer[Any]]] = {
+            "retrieve": s.IncidentDetailSerializer,
+            "comments": s.CommentSerializer,
+        }
+        return by_action.get(self.action or "", s.IncidentListSerializer)
 
     def get_queryset(self) -> QuerySet[Incident]:
+        if self.action == "comments":
+            return Incident.objects.all()  # only the 404 check: no annotations needed
         incidents = Incident.objects.annotate(
             latest_investigation_status=_latest("status"),
             latest_tier=_latest("tier"),
@@ -293,6 +303,7 @@ class IncidentViewSet(viewsets.ReadOnlyModelViewSet[Incident]):
                     "investigations",
                     Investigation.objects.order_by("-created_at", "-id").prefetch_related("hypotheses"),
                 ),
+                Prefetch("comments", Comment.objects.select_related("author").order_by("created_at", "id")),
             )
         if self.action != "list":
             return incidents
@@ -309,6 +320,48 @@ class IncidentViewSet(viewsets.ReadOnlyModelViewSet[Incident]):
             if param in f:
                 incidents = incidents.filter(**{lookup: f[param]})
         return incidents
+
+    @extend_schema(
+        methods=["GET"],
+        responses={200: s.CommentSerializer(many=True), **_errors(401, 403, 404)},
+        summary="List an incident's comments",
+        description="The incident's comments, oldest first: plain text, to be shown escaped.",
+    )
+    @extend_schema(
+        methods=["POST"],
+        request=s.NewCommentSerializer,
+        responses={
+            201: s.CommentSerializer,
+            **_errors(400, 401, 404),
+            403: OpenApiResponse(
+                s.ErrorSerializer, description="Refused: only a responder or approver may comment (audited)."
+            ),
+        },
+        summary="Comment on an incident",
+        description="Add a comment (responder or approver); audited as `incident.commented`. Comments "
+        "cannot be edited or deleted.",
+    )
+    @action(detail=True, methods=["get", "post"])
+    def comments(self, request: Request, pk: str | None = None) -> Response:
+        """GET: the incident's comments, oldest first (paginated). POST: add one (responder or
+        approver); audited. Comments cannot be edited or deleted."""
+        incident = self.get_object()
+        if request.method == "GET":
+            # The viewset's paginator, called directly: `paginate_queryset` is typed for incidents.
+            comments = comments_of(incident)
+            page = self.paginator.paginate_queryset(comments, request, self) if self.paginator else None
+            if page is None:
+                return Response(s.CommentSerializer(comments, many=True).data)
+            return self.get_paginated_response(s.CommentSerializer(page, many=True).data)
+        body = s.NewCommentSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            comment = add_comment(incident, request.user, body.validated_data["body"])
+        except CommentError as exc:
+            if exc.code == CommentError.FORBIDDEN:
+                return Response({"detail": exc.message, "code": exc.code}, status=status.HTTP_403_FORBIDDEN)
+            return validation_error({exc.field: exc.message})
+        return Response(s.CommentSerializer(comment).data, status=status.HTTP_201_CREATED)
 
 
 def _refused(exc: ApprovalError) -> Response:

@@ -1,4 +1,5 @@
-"""Admin pages for incidents, alerts, investigations, their trees, proposals and the audit trail.
+"""Admin pages for incidents, alerts, investigations, their trees, proposals, comments and the audit
+trail.
 
 What intake or the engine recorded (raw payloads, the tree, the gate's verdict) is shown read-only:
 the admin is for looking and for the few human decisions, not for rewriting evidence.
@@ -15,6 +16,7 @@ from rca.incidents.models import (
     ActionProposal,
     Alert,
     AuditEvent,
+    Comment,
     Evidence,
     Hypothesis,
     Incident,
@@ -173,6 +175,25 @@ class ActionProposalAdmin(ModelAdmin[ActionProposal]):
     readonly_fields = _all_fields(ActionProposal)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
+@admin.register(Comment)
+class CommentAdmin(ModelAdmin[Comment]):
+    list_display = ("id", "incident", "author", "created_at")
+    search_fields = ("body", "author__username", "incident__title")
+    list_select_related = ("incident", "author")
+    date_hierarchy = "created_at"
+    readonly_fields = _all_fields(Comment)
+
+    # Append-only: comments are added through rca.incidents.comments (which audits them), never edited.
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Comment | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Comment | None = None) -> bool:
         return False
 
 

@@ -12,8 +12,11 @@ from enum import StrEnum
 from typing import Any, ClassVar, NoReturn
 
 from django.conf import settings
+from django.core.validators import MaxLengthValidator
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Length
+from django.db.models.lookups import LessThanOrEqual
 
 from rca.core.actions import ActionTier, OutcomeKind
 from rca.core.evidence import Source as EvidenceSource
@@ -306,6 +309,39 @@ class ActionProposal(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tier}: {self.title} ({self.status})"
+
+
+# The longest comment body accepted (characters): a paragraph or a pasted log excerpt, never a dump.
+COMMENT_MAX_LENGTH = 10_000
+
+
+class Comment(models.Model):
+    """A note a responder or approver left on an incident. Append-only: the services add comments,
+    nothing edits or deletes one (rules and the audit event: `rca.incidents.comments`)."""
+
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="comments")
+    # PROTECT, as for the audit trail: an author is deactivated, not deleted, so a comment keeps its author.
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    body = models.TextField(
+        max_length=COMMENT_MAX_LENGTH,
+        validators=[MaxLengthValidator(COMMENT_MAX_LENGTH)],  # TextField's max_length alone is form-only
+        help_text="Plain text, shown escaped.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ("created_at", "id")
+        indexes = (models.Index(fields=("incident", "created_at"), name="comment_incident_created"),)
+        constraints = (
+            # The service refuses these first (with the reason); the database refuses them too.
+            models.CheckConstraint(condition=Q(body__regex=r"\S"), name="comment_body_not_blank"),
+            models.CheckConstraint(
+                condition=LessThanOrEqual(Length("body"), COMMENT_MAX_LENGTH), name="comment_body_max_length"
+            ),
+        )
+
+    def __str__(self) -> str:
+        return f"comment {self.pk} on incident {self.incident_id}"
 
 
 class AppendOnlyError(RuntimeError):

@@ -13,6 +13,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from rca import health
+from rca.incidents.models import Comment
 from rca.incidents.tokens import issue_token
 from tests.integration.api import factories
 from tests.integration.api.payloads import am_payload, body, generic_alert
@@ -45,6 +46,14 @@ MATRIX: list[tuple[str, str, str, Any, dict[str, int]]] = [
         {**READ, "viewer": 403, "responder": 403},
     ),
     ("reject", "post", "/api/v1/actions/{action}/reject/", {"reason": "matrix"}, {**READ, "viewer": 403}),
+    ("comment list", "get", "/api/v1/incidents/{incident}/comments/", None, READ),
+    (
+        "comment",
+        "post",
+        "/api/v1/incidents/{incident}/comments/",
+        {"body": "matrix"},
+        {**READ, "viewer": 403, "responder": 201, "approver": 201},
+    ),
     ("search", "get", "/api/v1/search/?q=checkout", None, READ),
     ("schema", "get", "/api/v1/schema/", None, READ),
     ("docs", "get", "/api/v1/docs/", None, READ),
@@ -91,5 +100,7 @@ def test_matrix(
     else:
         response = api.post(url, data=body(payload or {}), content_type="application/json")
     assert response.status_code == expected[caller], (name, caller, response.content[:300])
+    # The effect, not only the status: a comment exists exactly when one was accepted.
+    assert Comment.objects.count() == int(response.status_code == 201), (name, caller)
     if response.status_code == 401:
         assert response.has_header("WWW-Authenticate")  # 401 always says how to authenticate

@@ -22,6 +22,7 @@ ENDPOINTS = {
     "/api/v1/webhooks/generic/": {"post"},
     "/api/v1/incidents/": {"get"},
     "/api/v1/incidents/{id}/": {"get"},
+    "/api/v1/incidents/{id}/comments/": {"get", "post"},
     "/api/v1/investigations/{id}/": {"get"},
     "/api/v1/investigations/{id}/rerun/": {"post"},
     "/api/v1/actions/": {"get"},

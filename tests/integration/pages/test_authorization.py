@@ -1,8 +1,9 @@
 """The pages' authorization matrix: every page route x every kind of signed-in (or not) user.
 
 The API's matrix is `tests/integration/api/test_authorization.py`. Here a refusal of an anonymous
-caller is a redirect to the login page, a signed-in user without a role gets 403, and a form POST
-that the role does not allow changes nothing (its status is checked, and so is its effect).
+caller is a redirect to the login page (an intake token, which the pages do not accept, is just as
+anonymous), a signed-in user without a role gets 403, and a form POST that the role does not allow
+changes nothing (its status is checked, and so is its effect).
 """
 
 from __future__ import annotations
@@ -10,14 +11,22 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from rca.incidents.models import ActionProposal, Investigation
+from rca.incidents.models import ActionProposal, Comment, Investigation
+from rca.incidents.tokens import issue_token
 from tests.integration.api import factories
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
-CALLERS = ("anonymous", "norole", "viewer", "responder", "approver")
+CALLERS = ("anonymous", "norole", "viewer", "responder", "approver", "intake")
 LOGIN = "login"  # a 302 to /login/?next=...
-READ = {"anonymous": LOGIN, "norole": 403, "viewer": 200, "responder": 200, "approver": 200}
+READ = {
+    "anonymous": LOGIN,
+    "norole": 403,
+    "viewer": 200,
+    "responder": 200,
+    "approver": 200,
+    "intake": LOGIN,
+}
 
 GETS: list[tuple[str, str, dict[str, int | str]]] = [
     ("home", "/", {**READ, "viewer": 302, "responder": 302, "approver": 302}),
@@ -32,6 +41,9 @@ GETS: list[tuple[str, str, dict[str, int | str]]] = [
 
 
 def _client(caller: str) -> Client:
+    if caller == "intake":
+        # A valid intake token on every request: it opens the webhooks, and nothing else.
+        return Client(HTTP_AUTHORIZATION=f"Bearer {issue_token('pages-matrix', 'alertmanager').token}")
     client = Client()
     if caller != "anonymous":
         client.force_login(factories.user(None if caller == "norole" else caller))
@@ -67,6 +79,7 @@ def test_pages(
 # caller -> (status, whether a new investigation is queued)
 RERUN: dict[str, tuple[int | str, bool]] = {
     "anonymous": (LOGIN, False),
+    "intake": (LOGIN, False),
     "norole": (403, False),
     "viewer": (302, False),  # back to the incident page, with the refusal as a message
     "responder": (302, True),
@@ -87,6 +100,7 @@ def test_rerun_form(proposal: ActionProposal, caller: str) -> None:
 # caller -> decision -> (status, whether the proposal is decided afterwards)
 DECIDE: dict[str, dict[str, tuple[int | str, bool]]] = {
     "anonymous": {"approve": (LOGIN, False), "reject": (LOGIN, False)},
+    "intake": {"approve": (LOGIN, False), "reject": (LOGIN, False)},
     "norole": {"approve": (403, False), "reject": (403, False)},
     "viewer": {"approve": (403, False), "reject": (403, False)},
     "responder": {"approve": (403, False), "reject": (302, True)},
@@ -106,10 +120,37 @@ def test_decision_form(proposal: ActionProposal, caller: str, decision: str) -> 
     assert (proposal.status != ActionProposal.Status.PROPOSED) is decided, proposal.status
 
 
+# caller -> (status, whether the comment is stored)
+COMMENT: dict[str, tuple[int | str, bool]] = {
+    "anonymous": (LOGIN, False),
+    "intake": (LOGIN, False),
+    "norole": (403, False),
+    "viewer": (403, False),  # the incident page again, with the refusal (audited)
+    "responder": (302, True),  # back to the incident page, with "Comment added."
+    "approver": (302, True),
+}
+
+
+@pytest.mark.parametrize("caller", CALLERS)
+def test_comment_form(proposal: ActionProposal, caller: str) -> None:
+    incident = proposal.investigation.incident
+    response = _client(caller).post(f"/incidents/{incident.pk}/comments/", {"body": "matrix"})
+    status, stored = COMMENT[caller]
+    _check(response.status_code, response.get("Location", ""), status)
+    if response.status_code == 302 and stored:
+        assert response["Location"] == f"/incidents/{incident.pk}/"
+    if caller == "norole":
+        assert b"holds no Rootline role" in response.content
+    elif caller == "viewer":
+        assert b"may comment" in response.content
+    assert Comment.objects.filter(incident=incident).count() == int(stored)
+
+
 def test_a_role_is_needed_on_every_page_route() -> None:
     """Every route of the pages app is in the matrix above (a new page cannot skip it)."""
     from frontend.urls import urlpatterns
 
-    covered = {"home", "status", "incidents", "incident", "incident-rerun", "incident-progress"}
+    covered = {"home", "status", "incidents", "incident", "incident-rerun", "incident-comment"}
+    covered |= {"incident-progress"}
     covered |= {"explorer", "action", "search", "login", "logout"}
     assert {p.name for p in urlpatterns} == covered
