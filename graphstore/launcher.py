@@ -42,6 +42,7 @@ class ArcadeServer:
     password: str
     database: str
     heap: str = "768m"
+    jvm_options: tuple[str, ...] = ()  # more JVM flags, e.g. a fixed heap for a memory soak
 
     @property
     def pid_file(self) -> Path:
@@ -64,6 +65,7 @@ class ArcadeServer:
         return [
             str(home / "jre" / "bin" / "java"),
             f"-Xmx{self.heap}",
+            *self.jvm_options,
             f"-Darcadedb.server.rootPath={self.root}",
             f"-Darcadedb.server.databaseDirectory={self.root / 'databases'}",
             f"-Darcadedb.server.rootPassword={self.password}",
