@@ -12,9 +12,11 @@ seconds it prints the resident memory (RSS, each process with its children) of t
 investigating worker, the memory worker and the graph server. At the end it checks that nothing was
 lost or duplicated and fits a least-squares line to each process's RSS over time, leaving out the
 first `--warmup` seconds (imports, caches, the JIT filling up): a slope above `--threshold` MB per
-10 minutes is reported as a growth trend. The worker's investigations use no recorded telemetry and
-no live connector (none is configured), so they are short; the bench exercises intake, the broker,
-the investigation pipeline and its graph and memory steps at a steady pace, not the engine's depth.
+10 minutes is reported as a growth trend. It also prints each process's threads and open file
+descriptors after the warm-up and at the end: a leak of connections or threads. The worker's
+investigations use no recorded telemetry and no live connector (none is configured), so they are
+short; the bench exercises intake, the broker, the investigation pipeline and its graph and memory
+steps at a steady pace, not the engine's depth.
 
 Priming: the web process's memory rises by about 12 MB over its first ~3,500 intake requests and is
 flat after that, with glibc's allocator and with jemalloc alike (measured: 299 -> 311 MB by request
@@ -88,12 +90,16 @@ def main() -> int:
         accepted = 0
         stop = threading.Event()
         t0 = time.monotonic()
+        # Taken with the first sample after the warm-up, when every pool has opened its connections.
+        handles_before: dict[str, tuple[int, int]] = {}
 
         def sample() -> None:
             while not stop.is_set():
                 now = time.monotonic() - t0
                 rss = stack.rss_mb()
                 samples.append((now, rss))
+                if not handles_before and now >= args.warmup:
+                    handles_before.update(stack.handles())
                 done = Investigation.objects.exclude(finished_at=None).count()
                 cells = "  ".join(f"{rss[r]:10.1f} MB" for r in roles)
                 print(f"{now:7.0f}  {cells}  {accepted:9d}  {done:12d}", flush=True)
@@ -130,6 +136,7 @@ def main() -> int:
             f"sent {steady_sent} alerts in {sent_for:.0f} s ({steady_sent / sent_for:.1f}/s offered, "
             f"scheduler lag at most {lag:.2f} s); accepted {accepted}"
         )
+        handles_after = stack.handles()
         ok, lines = integrity(sent, groups)
         for line in [*lines, *investigations_summary()]:
             print(f"  {line}")
@@ -153,6 +160,11 @@ def main() -> int:
                 f"  {role:14s} {slope:+7.2f} MB/10 min  (from {ys[0]:.1f} to {ys[-1]:.1f} MB; "
                 f"min {min(ys):.1f}, max {max(ys):.1f})  {verdict}"
             )
+        # A leak of connections or threads grows these without showing in RSS for a long time.
+        print(f"threads / open file descriptors (sockets included), at {args.warmup:.0f} s -> at the end:")
+        for role in roles:
+            (t_a, f_a), (t_b, f_b) = handles_before[role], handles_after[role]
+            print(f"  {role:14s} {t_a:4d} / {f_a:4d} -> {t_b:4d} / {f_b:4d}")
         trend = ", ".join(growing) or "none"
         print(f"nothing lost or duplicated: {'yes' if ok else 'NO'}; growth trend: {trend}")
         return 0 if ok and not growing else 1

@@ -111,6 +111,25 @@ def tree_rss(pid: int) -> int:
     return total
 
 
+def tree_handles(pid: int) -> tuple[int, int]:
+    """(threads, open file descriptors) of process `pid` and its descendants ((0, 0) once it has exited).
+
+    Sockets are file descriptors, so a client that leaks connections shows here on the server side."""
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0, 0
+    threads = fds = 0
+    for proc in procs:
+        try:
+            threads += proc.num_threads()
+            fds += proc.num_fds()
+        except psutil.NoSuchProcess:
+            continue
+    return threads, fds
+
+
 @dataclass
 class Stack:
     """The running processes of one bench and how to reach them (see the module docstring)."""
@@ -137,6 +156,10 @@ class Stack:
     def rss_mb(self) -> dict[str, float]:
         """Each role's resident memory now (the process and its children), in MB."""
         return {role: tree_rss(pid) / MB for role, pid in self.processes.items()}
+
+    def handles(self) -> dict[str, tuple[int, int]]:
+        """Each role's (threads, open file descriptors) now, the process and its children."""
+        return {role: tree_handles(pid) for role, pid in self.processes.items()}
 
     def describe(self) -> str:
         """One line on what runs, for the bench's header."""
