@@ -39,6 +39,7 @@ MB = 1024 * 1024
 REDIS_FLAGS = ("--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
 GUNICORN_FLAGS = ("--workers", "1", "--threads", "8", "--log-level", "warning")  # as dev.py run
 CELERY_FLAGS = ("--loglevel=INFO", "--without-mingle", "--without-gossip")
+GRAPH_HEAP = "512m"  # the graph server's JVM heap, committed whole at start (see running_stack)
 
 
 def free_port() -> int:
@@ -95,15 +96,19 @@ def payload(group: int, alerts: list[dict[str, Any]]) -> bytes:
     ).encode()
 
 
-def tree_rss(pid: int) -> int:
-    """Resident memory of process `pid` and all its descendants, in bytes (0 once it has exited)."""
+def _tree(pid: int) -> list[psutil.Process]:
+    """Process `pid` and all its descendants (none once it has exited)."""
     try:
         root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
+        return [root, *root.children(recursive=True)]
     except psutil.NoSuchProcess:
-        return 0
+        return []
+
+
+def tree_rss(pid: int) -> int:
+    """Resident memory of process `pid` and all its descendants, in bytes (0 once it has exited)."""
     total = 0
-    for proc in procs:
+    for proc in _tree(pid):
         try:
             total += proc.memory_info().rss
         except psutil.NoSuchProcess:
@@ -115,13 +120,8 @@ def tree_handles(pid: int) -> tuple[int, int]:
     """(threads, open file descriptors) of process `pid` and its descendants ((0, 0) once it has exited).
 
     Sockets are file descriptors, so a client that leaks connections shows here on the server side."""
-    try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return 0, 0
     threads = fds = 0
-    for proc in procs:
+    for proc in _tree(pid):
         try:
             threads += proc.num_threads()
             fds += proc.num_fds()
@@ -267,11 +267,11 @@ def running_stack(database: str, workers: int = 0) -> Iterator[Stack]:
                 http_port=int(env["ROOTLINE_GRAPH_HTTP_PORT"]),
                 password=graph.password,
                 database=graph.database,
-                heap="512m",
+                heap=GRAPH_HEAP,
                 # The whole heap committed and touched at start: a JVM's RSS otherwise grows while it
                 # expands its heap toward -Xmx, which a soak would report as a trend. Neo4j's manual
                 # also sets the initial heap to the maximum in production.
-                jvm_options=("-Xms512m", "-XX:+AlwaysPreTouch"),
+                jvm_options=(f"-Xms{GRAPH_HEAP}", "-XX:+AlwaysPreTouch"),
             )
             stack.processes["graph"] = graph_server.start()
             celery = [sys.executable, "-m", "celery", "-A", "celery_app", "worker", *CELERY_FLAGS]
