@@ -8,13 +8,19 @@ reference period (normal behaviour) with the observed period (see `rca.tools.cou
   the lines one request logs in one service form a unit. In the reference, statement A is almost
   always accompanied by statement B in the same unit (`Impl#451` then `Impl#457`); after onset A is
   still logged but B is missing: the code path between them stopped completing (a thrown exception,
-  a changed return value). Only pairs the entity itself follows in the reference count;
+  a changed return value). Only pairs the entity itself follows in the reference count. Where the
+  lines' span ids meet recorded spans, the start of the span (its operation) is the first statement
+  of the unit, so a request that no longer logs its only statement (`queryByIds` started, `#53`
+  never logged: the exception came first) is a broken pair too. A unit that logs, instead of B, a
+  statement that stood in for B before onset took the code's other branch (a workload mix shift),
+  and a vanished WARN+ line is no fault: neither breaks a pair;
 - the WARN+ burst: problem lines, observed vs reference, against the entity's own volume;
 - the template shift: WARN+ templates that are new after onset or grow against the entity's volume
   (INFO templates come and go with the workload mix; a vanished code path shows as a broken pair).
 
 Errors propagate to callers. A caller's unit that breaks in a trace where a service it depends on
-also broke (or logged a problem) is the callee's doing and is not counted as the caller's own; a
+did something new (broke a pair that now breaks clearly more often, or logged a new or grown problem
+line) after the unit's last step is the callee's doing and is not counted as the caller's own; a
 caller whose problem lines name another service, or report generic call failures, is discounted by
 that service's score, as metrics' `own_z` does. The score only supports when it rests on the
 entity's own past and leads every other entity clearly; otherwise it stays inconclusive.
@@ -24,8 +30,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import networkx as nx
 import numpy as np
@@ -33,6 +40,7 @@ import pandas as pd
 from drain3 import TemplateMiner
 from drain3.masking import MaskingInstruction
 from drain3.template_miner_config import TemplateMinerConfig
+from scipy.stats import norm
 
 from rca.core.evidence import Source
 from rca.core.hypotheses import Hypothesis
@@ -61,6 +69,12 @@ NEW_ERROR_WEIGHT = 1.5  # a new error-level template says more than a new INFO o
 PAIR_FOLLOW = 0.9
 MIN_PAIR_UNITS = 3
 MIN_BROKEN_UNITS = 3
+# C stands in for B after A (the code's other branch, not a cut path) when at least this share of the
+# reference units holding A without B log C, and at most this share of those holding A and B do.
+REPLACE_SHARE = 0.5
+# Where a pair's break is looked for: the observed units since these shares of the observed span.
+LOOKS = (0.0, 1 / 3, 2 / 3)
+REPLACE_ALONGSIDE = 0.1
 # An entity compares with its own past only with at least this many reference lines.
 MIN_OWN_REFERENCE = 10
 BODY_CHARS = 200  # templates are mined on the head of a line: long payload tails are parameters
@@ -223,6 +237,10 @@ def _entities(ctx: ToolContext) -> list[str]:
 
 
 _COLUMNS = ["time", "entity", "severity", "body", "trace_id", "unit"]
+_ANCHOR_COLUMNS = ["time", "entity", "trace_id", "unit", "template"]
+SPAN_ANCHOR = "span "  # the pseudo-template of a span's start: `span RouteController.queryByIds`
+SPAN_PATH_DEPTH = 4  # span names along a service's own call path, entry first
+MAX_SPANS = 1_000_000
 
 
 def _fetch(ctx: ToolContext, entities: Sequence[str], window: TimeWindow) -> pd.DataFrame:
@@ -233,6 +251,33 @@ def _fetch(ctx: ToolContext, entities: Sequence[str], window: TimeWindow) -> pd.
         for r in ctx.source.logs(e, window, limit=MAX_LINES)
     ]
     return pd.DataFrame(rows, columns=_COLUMNS)
+
+
+def _span_anchors(ctx: ToolContext, cmp: Comparison) -> pd.DataFrame:
+    """The start of every span in the reference and observed periods, as the first event of its unit
+    (a log line's unit is its span id). Spans only anchor pairs; they are not log volume.
+
+    A span is named by its path inside its service (`/routes/byIds/ > RouteController.queryByIds`):
+    one controller method may serve two endpoints whose requests log different statements.
+    """
+    windows = [w for w in (cmp.reference, cmp.observed) if w is not None]
+    spans = pd.DataFrame(
+        [
+            (s.start, s.entity, s.trace_id, s.span_id, s.parent_span_id, s.name)
+            for w in windows
+            for s in ctx.source.spans(w, limit=MAX_SPANS)
+        ],
+        columns=["time", "entity", "trace_id", "unit", "parent", "name"],
+    ).drop_duplicates("unit")
+    by_id = spans.set_index("unit")
+    path, up = spans["name"].astype(str), spans["parent"]
+    for _ in range(SPAN_PATH_DEPTH - 1):
+        same = up.map(by_id["entity"]).eq(spans["entity"])
+        if not same.any():
+            break
+        path = path.where(~same, up.map(by_id["name"]).astype(str) + " > " + path)
+        up = up.map(by_id["parent"]).where(same)
+    return spans.assign(template=SPAN_ANCHOR + path)[_ANCHOR_COLUMNS]
 
 
 def _templates(frame: pd.DataFrame) -> pd.Series:
@@ -257,6 +302,11 @@ def _templates(frame: pd.DataFrame) -> pd.Series:
 
 _PROBLEM = frozenset(s.value for s in Severity if s.is_problem)
 _ERROR = frozenset({Severity.ERROR.value, Severity.FATAL.value})
+
+
+def _problem_templates(lines: pd.DataFrame) -> set[str]:
+    """The templates of an entity's WARN+ lines."""
+    return set(lines.loc[lines["severity"].isin(_PROBLEM), "template"])
 
 
 def _problem_flags(lines: pd.DataFrame) -> pd.Series:
@@ -316,13 +366,27 @@ def _profile(entity: str, ref: pd.DataFrame, obs: pd.DataFrame, cmp: Comparison)
 
 @dataclass
 class _Units:
-    """One entity's units (span or trace of a request) as template-presence matrices."""
+    """One entity's units (span or trace of a request) as template-presence matrices, with the
+    statement pairs its reference expects."""
 
     reference: pd.DataFrame  # units x templates, 0/1
     observed: pd.DataFrame
     traces: pd.Series  # observed unit -> trace id
-    expected: pd.DataFrame  # templates x templates, 1 where A (row) is expected with B (column)
-    broken: pd.Series  # observed unit -> whether an expected pair broke in it
+    last: pd.Series  # observed unit -> time of its last step of progress (line or span start)
+    pairs: np.ndarray  # (k, 2) template positions: A (first) is expected with B (second)
+    replaces: np.ndarray  # (k, templates) bool: C stands in for B after A (another branch of the code)
+
+    def breaks(self, presence: pd.DataFrame) -> np.ndarray:
+        """Units x pairs: the unit holds A, neither B nor anything that stands in for B."""
+        v = presence.to_numpy().astype(bool)
+        replaced = (v.astype(np.int64) @ self.replaces.T.astype(np.int64)) > 0
+        broken: np.ndarray = v[:, self.pairs[:, 0]] & ~v[:, self.pairs[:, 1]] & ~replaced
+        return broken
+
+    @cached_property
+    def broken(self) -> pd.Series:
+        """Observed unit -> whether it broke an expected pair."""
+        return pd.Series(self.breaks(self.observed).any(axis=1), index=self.observed.index)
 
 
 def _presence(lines: pd.DataFrame) -> pd.DataFrame:
@@ -342,8 +406,23 @@ def _presence(lines: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def _units(ref: pd.DataFrame, obs: pd.DataFrame) -> _Units | None:
-    """Expected pairs from the reference units and which observed units broke one (vectorised)."""
+def _replacements(rv: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """Per expected pair, the templates that stand in for B in the reference: most reference units
+    holding A without B log them, and those holding A and B seldom do (the code's other branch)."""
+    out = np.zeros((len(pairs), rv.shape[1]), dtype=bool)
+    for k, (a, b) in enumerate(pairs):
+        holding = rv[:, a].astype(bool)
+        without, with_ = holding & ~rv[:, b].astype(bool), holding & rv[:, b].astype(bool)
+        if without.any():
+            stands_in = rv[without].mean(axis=0) >= REPLACE_SHARE
+            out[k] = stands_in & (rv[with_].mean(axis=0) <= REPLACE_ALONGSIDE)
+            out[k, [a, b]] = False
+    return out
+
+
+def _units(ref: pd.DataFrame, obs: pd.DataFrame, problems: Collection[str]) -> _Units | None:
+    """Expected pairs from the reference units and which observed units broke one (vectorised).
+    `problems` are the WARN+ templates: one of them no longer logged is no fault."""
     ref, obs = ref.dropna(subset=["unit"]), obs.dropna(subset=["unit"])
     r = _presence(ref)
     if r.empty or obs.empty:
@@ -354,27 +433,47 @@ def _units(ref: pd.DataFrame, obs: pd.DataFrame) -> _Units | None:
     follow = together.div(holding.where(holding > 0), axis=0)
     mask_ = (follow >= PAIR_FOLLOW).to_numpy() & (holding >= MIN_PAIR_UNITS).to_numpy()[:, None]
     np.fill_diagonal(mask_, False)
-    expected = pd.DataFrame(mask_.astype(np.int64), index=r.columns, columns=r.columns)
-    # A unit broke a pair when it holds an A whose expected B is absent.
-    awaited = (o @ expected) > 0
-    broken = (awaited & (o == 0)).any(axis=1)
+    # A span start is only ever the first of a pair: a line whose span fell outside the fetched
+    # periods (or was never recorded) has not lost anything.
+    mask_[:, np.asarray(r.columns.str.startswith(SPAN_ANCHOR), dtype=bool)] = False
+    mask_[:, np.asarray(r.columns.isin(list(problems)), dtype=bool)] = False
+    pairs = np.argwhere(mask_)
     traces = obs.drop_duplicates("unit").set_index("unit")["trace_id"].reindex(o.index)
-    return _Units(r, o, traces, expected, broken)
+    # The last step of progress: a problem line the unit logs after a failed call (`call to pay
+    # failed`) reports the failure, it is not work the unit did before it.
+    progress = obs[~obs["template"].isin(list(problems))]
+    first = obs.groupby("unit")["time"].min()
+    last = progress.groupby("unit")["time"].max().reindex(first.index).fillna(first).reindex(o.index)
+    return _Units(r, o, traces, last, pairs, _replacements(r.to_numpy(), pairs))
 
 
 def _pair_stats(units: _Units, own: pd.Series) -> list[PairStat]:
-    """Expected pairs with their reference and own observed break counts, most broken first."""
-    r, o = units.reference, units.observed[own.reindex(units.observed.index, fill_value=True).to_numpy()]
-    a_idx, b_idx = np.nonzero(units.expected.to_numpy())
-    if a_idx.size == 0 or o.empty:
+    """Expected pairs with their reference and own observed break counts, most broken first.
+
+    A fault may start after the observed period does (the onset hint is early, or the fault takes a
+    while to bite), so each pair is also tested on the units since each later look in `LOOKS`; the
+    strongest look is kept, its surprise discounted for the number of looks (Bonferroni).
+    """
+    keep = own.reindex(units.observed.index, fill_value=True).to_numpy()
+    r, o = units.reference, units.observed[keep]
+    if len(units.pairs) == 0 or o.empty:
         return []
-    rv, ov = r.to_numpy(), o.to_numpy()
-    n_ref, n_obs = rv[:, a_idx].sum(axis=0), ov[:, a_idx].sum(axis=0)
-    both_ref = (rv[:, a_idx] & rv[:, b_idx]).sum(axis=0)
-    both_obs = (ov[:, a_idx] & ov[:, b_idx]).sum(axis=0)
-    broken_ref, broken_obs = n_ref - both_ref, n_obs - both_obs
-    z = proportion_z(broken_ref, n_ref, broken_obs, n_obs)
-    z = np.where(broken_obs >= MIN_BROKEN_UNITS, z, np.minimum(z, 0.0))
+    a_idx, b_idx = units.pairs[:, 0], units.pairs[:, 1]
+    n_ref, broken_ref = r.to_numpy()[:, a_idx].sum(axis=0), units.breaks(r).sum(axis=0)
+    holds, breaks = o.to_numpy()[:, a_idx], units.breaks(o)
+    times = units.last.to_numpy()[keep]
+    first, span = float(np.nanmin(times)), float(np.nanmax(times) - np.nanmin(times))
+    best = np.full(len(a_idx), -np.inf)
+    n_obs, broken_obs = np.zeros(len(a_idx), np.int64), np.zeros(len(a_idx), np.int64)
+    for look in LOOKS:
+        since = times >= first + look * span
+        n, b = holds[since].sum(axis=0), breaks[since].sum(axis=0)
+        z = proportion_z(broken_ref, n_ref, b, n)
+        z = np.where(b >= MIN_BROKEN_UNITS, z, np.minimum(z, 0.0))
+        better = z > best
+        best = np.where(better, z, best)
+        n_obs, broken_obs = np.where(better, n, n_obs), np.where(better, b, broken_obs)
+    z = np.where(best > 0, norm.isf(np.minimum(0.5, norm.sf(best) * len(LOOKS))), best)
     cols = r.columns
     stats = [
         PairStat(str(cols[a]), str(cols[b]), int(nr), int(br), int(no), int(bo), float(zz))
@@ -393,16 +492,34 @@ def _blame(entity: str, problems: pd.Series, names: Sequence[str]) -> tuple[dict
     return {n: k for n, k in named.items() if k > 0}, cue
 
 
-def _marked_traces(units: dict[str, _Units], observed: dict[str, pd.DataFrame]) -> dict[str, set[str]]:
-    """Per entity, the observed traces in which it broke a pair or logged a problem line."""
-    marks: dict[str, set[str]] = {}
+def _significant_breaks(u: _Units) -> pd.Series:
+    """Per observed unit: whether it broke a pair that breaks clearly more often than before onset."""
+    stats = _pair_stats(u, pd.Series(True, index=u.observed.index))
+    cols = u.reference.columns
+    significant = {(s.first, s.then) for s in stats if s.z >= KNEE}
+    chosen = np.array([(str(cols[a]), str(cols[b])) in significant for a, b in u.pairs], dtype=bool)
+    return pd.Series(u.breaks(u.observed)[:, chosen].any(axis=1), index=u.observed.index)
+
+
+def _marked_traces(
+    units: dict[str, _Units], observed: dict[str, pd.DataFrame], profiles: dict[str, LogProfile]
+) -> dict[str, pd.Series]:
+    """Per entity, the observed traces in which it did what it did not do before onset (broke a pair
+    that now breaks clearly more often, or logged a problem line of a new or grown template), each
+    with the time of the latest such event. Routine problem lines and the usual share of broken
+    pairs explain nobody's breaks."""
+    marks: dict[str, pd.Series] = {}
     for entity, obs in observed.items():
-        problem = obs.loc[obs["severity"].isin(_PROBLEM), "trace_id"].dropna()
-        found = set(problem)
+        templates = profiles[entity].templates
+        grown = {t.template for t in templates if t.problem and (t.z >= KNEE or t.reference == 0)}
+        lines = obs.loc[obs["template"].isin(grown)]
+        times = [lines.groupby("trace_id")["time"].max()]
         u = units.get(entity)
         if u is not None:
-            found |= set(u.traces[u.broken].dropna())
-        marks[entity] = found
+            broke = _significant_breaks(u)
+            times.append(u.last[broke].groupby(u.traces[broke]).max())
+        found = pd.concat(times)
+        marks[entity] = found.groupby(level=0).max() if not found.empty else found
     return marks
 
 
@@ -438,6 +555,8 @@ def analyse(ctx: ToolContext) -> LogAnalysis:
     units: dict[str, _Units] = {}
     observed: dict[str, pd.DataFrame] = {}
     groups = dict(tuple(frame.groupby("entity", sort=True))) if not frame.empty else {}
+    anchors = _span_anchors(ctx, cmp) if cmp.reference is not None else pd.DataFrame(columns=_ANCHOR_COLUMNS)
+    anchor_groups = dict(tuple(anchors.groupby("entity", sort=True))) if not anchors.empty else {}
     for entity in entities:
         lines = groups.get(entity)
         if lines is None or lines.empty:
@@ -448,7 +567,13 @@ def analyse(ctx: ToolContext) -> LogAnalysis:
         profiles[entity] = _profile(entity, ref, obs, cmp)
         observed[entity] = obs
         blame[entity] = _blame(entity, obs.loc[obs["severity"].isin(_PROBLEM), "body"], entities)
-        found = _units(ref, obs) if cmp.reference is not None else None
+        found = None
+        if cmp.reference is not None:
+            spans = anchor_groups.get(entity)
+            if spans is not None:
+                span_ref, span_obs = cmp.split(spans, "time")
+                ref, obs = pd.concat([ref, span_ref]), pd.concat([obs, span_obs])
+            found = _units(ref, obs, _problem_templates(lines))
         if found is not None:
             units[entity] = found
     _own_pairs(ctx, profiles, units, observed)
@@ -470,15 +595,18 @@ def _own_pairs(
     observed: dict[str, pd.DataFrame],
 ) -> None:
     """Pair breaks per entity, leaving out units broken in traces where a service it depends on
-    (directly or not) broke or logged a problem too: the break came from below."""
+    (directly or not) later broke a pair or logged a problem that it did not before: the break came
+    from below."""
     if not units:
         return
-    marks = _marked_traces(units, observed)
+    marks = _marked_traces(units, observed, profiles)
     g = ctx.digraph
     for entity, u in units.items():
-        below = nx.descendants(g, entity) if entity in g else set()
-        blamed = set().union(*(marks.get(d, set()) for d in below)) if below else set()
-        inherited = u.traces.isin(blamed) & u.broken
+        below = [marks[d] for d in (nx.descendants(g, entity) if entity in g else ()) if d in marks]
+        # A break is the callee's doing only when the callee went wrong after the unit's last event:
+        # a failed call that the unit logged past did not stop it.
+        latest = pd.concat(below).groupby(level=0).max() if below else pd.Series(dtype=np.float64)
+        inherited = u.broken & (u.traces.map(latest) >= u.last)
         prof = profiles[entity]
         prof.inherited_units = int(inherited.sum())
         prof.pairs = _pair_stats(u, ~inherited)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rca.core.hypotheses import Hypothesis
-from rca.telemetry.model import LogRecord, Severity, TimeWindow
+from rca.telemetry.model import LogRecord, Severity, Span, TimeWindow
 from rca.tools import logs
 from tests.unit.tools import ONSET, FakeSource, context
 
@@ -202,3 +202,116 @@ def test_masking_keeps_statement_ids_and_hides_values() -> None:
     for token in ("<ID>", "<NUM>"):
         assert token in masked
     assert "42" not in masked
+
+
+PAIR_INCIDENT = TimeWindow(ONSET - 300.0, ONSET + 900.0)
+
+
+def _span(trace: str, span: str, parent: str | None, entity: str, name: str, t: float) -> Span:
+    return Span(trace, span, parent, entity, name, t, t + 0.05)
+
+
+def _silent_callee_source() -> FakeSource:
+    """`pay` throws before its only statement: its spans go on, `PayController#53` is never logged
+    again, and nothing else in `pay` says so. Its caller `order` misses its closing statement in the
+    same requests, after the call."""
+    records: list[LogRecord] = []
+    spans: list[Span] = []
+    for i in range(240):
+        t = ONSET - 300.0 + i * 5.0
+        trace, faulty = f"t{i:04d}", t >= ONSET
+        spans += [
+            _span(trace, f"o{i}", None, "order", "OrderController.create", t),
+            _span(trace, f"e{i}", f"o{i}", "pay", "POST /pay/byIds", t + 0.1),
+            # One controller method behind two endpoints: only the /byIds requests log #53.
+            _span(trace, f"p{i}", f"e{i}", "pay", "PayController.query", t + 0.11),
+            _span(trace, f"f{i}", f"o{i}", "pay", "GET /pay/{id}", t + 0.2),
+            _span(trace, f"q{i}", f"f{i}", "pay", "PayController.query", t + 0.21),
+        ]
+        records += _request(t, "order", f"o{i}", trace, ["o.OrderServiceImpl#10"])
+        if not faulty:
+            records += _request(t + 0.12, "pay", f"p{i}", trace, ["p.PayController#53"])
+            records += _request(t + 0.3, "order", f"o{i}", trace, ["o.OrderServiceImpl#12"])
+    return FakeSource(EDGES, records=records, span_list=spans)
+
+
+def test_span_whose_only_statement_vanished_is_a_broken_pair_and_explains_its_caller() -> None:
+    ctx = context(_silent_callee_source(), incident=PAIR_INCIDENT)
+    scores = logs.entity_scores(ctx)
+    assert max(scores, key=lambda e: scores[e]) == "pay"
+    pay = logs.log_profile(ctx, "pay")
+    assert pay.broken is not None
+    assert pay.broken.first == "span POST /pay/byIds > PayController.query"
+    assert "#53" in pay.broken.then
+    assert pay.broken.broken_reference == 0
+    assert pay.broken.broken_observed > 100
+    order = logs.log_profile(ctx, "order")
+    assert order.inherited_units > 100  # pay went wrong after order's last step, in the same requests
+    assert scores["order"] < 3.0
+    result = logs.LogsTool().run(ctx, Hypothesis(id="h", entity="pay", fault_kind="errors"))
+    assert "'span POST /pay/byIds > PayController.query' no longer followed by" in result.summary
+    assert result.signals["anomaly_score"] >= 0.8
+
+
+def test_spans_without_their_logs_never_break_a_pair_by_their_absence() -> None:
+    """Lines whose spans were not recorded have lost nothing: a span start is only ever the first
+    statement of a pair."""
+    source = _silent_callee_source()
+    source.span_list = [s for s in source.span_list if s.start < ONSET]
+    ctx = context(source, incident=PAIR_INCIDENT)
+    pay = logs.log_profile(ctx, "pay")
+    assert all(not p.then.startswith(logs.SPAN_ANCHOR) for p in pay.pairs)
+
+
+def _branch_source(late_fault: bool) -> FakeSource:
+    """`seat` takes one of two branches (#139 or #137 after #57) in a mix that shifts after onset; with
+    `late_fault`, `pay` stops reaching #34 only in the last part of the observed period."""
+    records: list[LogRecord] = []
+    for i in range(240):
+        t = ONSET - 300.0 + i * 5.0
+        after = t >= ONSET
+        other = i % 5 == 0 if not after else i % 2 == 0
+        seat = ["s.SeatController#57", "s.SeatServiceImpl#137" if other else "s.SeatServiceImpl#139"]
+        records += _request(t, "stock", f"s{i}", f"t{i:04d}", seat)
+        cut = late_fault and t >= ONSET + 600.0
+        pay = ["p.PayServiceImpl#31"] + ([] if cut else ["p.PayServiceImpl#34"])
+        records += _request(t + 0.1, "pay", f"p{i}", f"x{i:04d}", pay)
+    return FakeSource(EDGES, records=records)
+
+
+def test_a_switch_to_a_branch_known_before_onset_is_no_broken_pair() -> None:
+    ctx = context(_branch_source(late_fault=False), incident=PAIR_INCIDENT)
+    stock = logs.log_profile(ctx, "stock")
+    assert stock.pairs  # #57 -> #139 is expected (80 % before onset) ...
+    assert stock.broken is None  # ... but every unit without #139 logs #137, its other branch
+    assert logs.entity_scores(ctx)["stock"] < 3.0
+
+
+def test_a_break_that_starts_late_in_the_observed_period_is_found_in_a_later_look() -> None:
+    ctx = context(_branch_source(late_fault=True), incident=PAIR_INCIDENT)
+    pay = logs.log_profile(ctx, "pay")
+    assert pay.broken is not None
+    # A later look (since the last third of the observed span): nearly all of its units are broken.
+    assert pay.broken.units_observed < 120
+    assert pay.broken.broken_observed > 0.8 * pay.broken.units_observed
+    assert pay.pair_z >= 3.0
+    scores = logs.entity_scores(ctx)
+    assert max(scores, key=lambda e: scores[e]) == "pay"
+
+
+def test_a_callee_that_went_wrong_before_the_callers_last_step_does_not_explain_its_break() -> None:
+    """`order` logs #11 after `pay` broke, then misses #12: it carried on past pay's failure, so its
+    own cut is its own."""
+    records: list[LogRecord] = []
+    for i in range(240):
+        t = ONSET - 300.0 + i * 5.0
+        trace, faulty = f"t{i:04d}", t >= ONSET
+        records += _request(t, "order", f"o{i}", trace, ["o.OrderServiceImpl#10"])
+        pay = ["p.PayServiceImpl#31"] + ([] if faulty else ["p.PayServiceImpl#34"])
+        order = ["o.OrderServiceImpl#11"] + ([] if faulty else ["o.OrderServiceImpl#12"])
+        records += _request(t + 0.1, "pay", f"p{i}", trace, pay)
+        records += _request(t + 0.2, "order", f"o{i}", trace, order)
+    ctx = context(FakeSource(EDGES, records=records), incident=PAIR_INCIDENT)
+    order = logs.log_profile(ctx, "order")
+    assert order.inherited_units == 0
+    assert order.pair_z >= 3.0
