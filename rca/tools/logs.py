@@ -94,7 +94,7 @@ _MASK_RES = tuple((re.compile(p), f"<{name}>") for p, name in MASKS)
 
 # A statement id: a (dotted) logger name glued to a line number, as logback's `%logger#%line` writes.
 _STATEMENT = re.compile(r"(?<![\w.$])((?:[A-Za-z_$][\w$]*\.)*[A-Z][\w$]*#\d+)\b")
-_AFTER_STATEMENT = re.compile(r"#\d+\b(?:\s+TraceID: <ID>)?(?:\s+SpanID: <ID>)?\s*([^<]{0,60})")
+_AFTER_STATEMENT = re.compile(r"#\d+\b(?:\s+TraceID: <ID>)?(?:\s+SpanID: <ID>)?\s*([^<:=]{0,60})")
 
 # Cues that a problem line reports a failed call to someone else rather than the entity's own fault.
 _CALL_FAILURE = re.compile(
@@ -295,7 +295,8 @@ def _templates(frame: pd.DataFrame) -> pd.Series:
     texts = {c.cluster_id: c.get_template() for c in miner.drain.clusters}
     mined = masked.map(lambda line: texts.get(ids.get(line, -1), line))
     level = frame["severity"].str.upper()
-    # The statement's text after the id (up to the first value) keeps the summary readable.
+    # The statement's text after the id, up to the first value (a mask, or a `name:` / `name=` whose
+    # value may be free text such as a station name), keeps the summary readable.
     tail = masked.str.extract(_AFTER_STATEMENT, expand=False).fillna("")
     return statement.radd(level + " ").str.cat(tail, sep=" ").str.strip().where(statement.notna(), mined)
 
@@ -538,7 +539,9 @@ def _discount_blamed(
             continue
         culprit = max(suspects, key=lambda n: (profiles[n].raw if n in profiles else 0.0, n))
         share = min(1.0, max(sum(named.values()), cue) / p.problems_observed)
-        inherited = share * (profiles[culprit].raw if culprit in profiles else 0.0)
+        # Lines that report failed calls are the callee's symptom, even when the callee shows nothing
+        # itself (`No instances available for X`: it is not there to show anything).
+        inherited = share * max(noisy, profiles[culprit].raw if culprit in profiles else 0.0)
         p.own = max(p.pair_z, noisy - inherited)
         p.blamed, p.blamed_share = culprit, share
 
