@@ -204,6 +204,39 @@ def test_masking_keeps_statement_ids_and_hides_values() -> None:
     assert "42" not in masked
 
 
+def test_one_statement_is_one_template_whatever_free_text_it_carries() -> None:
+    import pandas as pd
+
+    bodies = [
+        f"12:01:02.003 INFO f.m.s.BasicServiceImpl#360 [checkStationExists][Check Station][stationName: {s}]"
+        for s in ("shanghai", "suzhou", "nanjing")
+    ]
+    frame = pd.DataFrame({"body": bodies, "severity": ["INFO"] * 3})
+    templates = logs._templates(frame)
+    assert templates.nunique() == 1
+    assert templates[0].startswith("INFO f.m.s.BasicServiceImpl#360 [checkStationExists]")
+    assert "shanghai" not in templates[0]
+
+
+def test_failed_calls_to_a_callee_that_shows_nothing_are_still_not_the_callers_own_fault() -> None:
+    """`order` starts logging `No instances available for pay`: pay is not there to log anything."""
+    records: list[LogRecord] = []
+    for i in range(180):
+        t = ONSET - 540.0 + i * 5.0
+        records.append(
+            _line(t, "order", Severity.INFO, f"o.OrderServiceImpl#41 [create][order created] id {i}")
+        )
+        records.append(_line(t + 0.1, "pay", Severity.INFO, f"p.PayServiceImpl#12 [pay][paid] amount {i}"))
+        if t >= ONSET:
+            failed = "o.OrderServiceImpl#50 [create] No instances available for pay"
+            records.append(_line(t + 0.2, "order", Severity.ERROR, failed))
+    ctx = context(FakeSource(EDGES, records=records))
+    order = logs.log_profile(ctx, "order")
+    assert order.raw > 10.0
+    assert order.blamed == "pay"
+    assert order.own < 3.0
+
+
 PAIR_INCIDENT = TimeWindow(ONSET - 300.0, ONSET + 900.0)
 
 
