@@ -57,7 +57,7 @@ from rca.tools.counts import (
     robust_peer_z,
 )
 from rca.tools.faults import FaultKind
-from rca.tools.stats import KNEE, squash, supported
+from rca.tools.stats import KNEE, UNREMARKABLE, squash, supported
 
 CACHE_KEY = "logs.analysis"
 MAX_LINES = 200_000  # per entity and query: far above a few minutes of any service's logs
@@ -635,11 +635,15 @@ def kind_hint(ctx: ToolContext, entity: str) -> FaultKind | None:
 
 def score(analysis: LogAnalysis, entity: str) -> float:
     """The anomaly score of the entity's own log signal, kept inconclusive when it is contested or
-    rests on other entities rather than the entity's own past."""
+    rests on other entities rather than the entity's own past. Only logs that did not move refute, as
+    with metrics: a weak but real signal (own score past the knee) leaves the question open."""
     prof = analysis.profiles.get(entity)
     if prof is None:
         return 0.0
-    return supported(squash(prof.own), prof.own_reference, analysis.lead(entity))
+    value = squash(prof.own)
+    if prof.own >= KNEE:
+        value = max(value, UNREMARKABLE)
+    return supported(value, prof.own_reference, analysis.lead(entity))
 
 
 class LogsTool:

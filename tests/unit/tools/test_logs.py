@@ -348,3 +348,17 @@ def test_a_callee_that_went_wrong_before_the_callers_last_step_does_not_explain_
     order = logs.log_profile(ctx, "order")
     assert order.inherited_units == 0
     assert order.pair_z >= 3.0
+
+
+def test_a_weak_but_real_log_signal_is_no_refutation() -> None:
+    from rca.core.verdict import DEFAULT_THRESHOLDS
+    from rca.tools.counts import Comparison, Mode
+
+    cmp = Comparison(Mode.PRE_ONSET, TimeWindow(0.0, 600.0), TimeWindow(600.0, 900.0))
+    weak = logs.LogProfile("pay", Mode.PRE_ONSET, lines_reference=50, own=3.5)
+    quiet = logs.LogProfile("user", Mode.PRE_ONSET, lines_reference=50, own=1.0)
+    analysis = logs.LogAnalysis(cmp, {"pay": weak, "user": quiet})
+    assert (
+        DEFAULT_THRESHOLDS.anomaly_refutes < logs.score(analysis, "pay") < DEFAULT_THRESHOLDS.anomaly_supports
+    )
+    assert logs.score(analysis, "user") <= DEFAULT_THRESHOLDS.anomaly_refutes
