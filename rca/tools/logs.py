@@ -72,9 +72,9 @@ MIN_BROKEN_UNITS = 3
 # C stands in for B after A (the code's other branch, not a cut path) when at least this share of the
 # reference units holding A without B log C, and at most this share of those holding A and B do.
 REPLACE_SHARE = 0.5
+REPLACE_ALONGSIDE = 0.1
 # Where a pair's break is looked for: the observed units since these shares of the observed span.
 LOOKS = (0.0, 1 / 3, 2 / 3)
-REPLACE_ALONGSIDE = 0.1
 # An entity compares with its own past only with at least this many reference lines.
 MIN_OWN_REFERENCE = 10
 BODY_CHARS = 200  # templates are mined on the head of a line: long payload tails are parameters
