@@ -8,7 +8,9 @@ Logs and spans are compared between a reference period (normal behaviour) and an
    often a minute or two later), reaching back up to `LOOKBACK` before the incident window to find
    an earlier recording (a recorded case often holds a separate normal minute, far from the fault);
 3. else the records before the onset hint itself;
-4. else no reference: each entity is compared with the other entities (peers), which is weaker
+4. else a recording after the incident window, up to `LOOKBACK` later (a recorded case may hold its
+   normal period after the fault; a live source has none, as nothing has happened yet);
+5. else no reference: each entity is compared with the other entities (peers), which is weaker
    evidence and must never support a hypothesis on its own.
 
 The observed period starts `ONSET_LAG` before the onset hint, for the same reason.
@@ -42,6 +44,7 @@ class Mode(StrEnum):
 
     BASELINE = "baseline"  # the baseline window
     PRE_ONSET = "pre-onset"  # records before the onset hint (an earlier recording included)
+    LATER = "later"  # a recording after the incident window (nothing before it)
     PEERS = "peers"  # no reference: each entity against the other entities
 
 
@@ -60,6 +63,8 @@ class Comparison:
             return "vs baseline"
         if self.mode is Mode.PRE_ONSET:
             return "vs pre-onset records (baseline empty)"
+        if self.mode is Mode.LATER:
+            return "vs a later recording (nothing before onset)"
         return "vs other services (no pre-onset data)"
 
     def split(self, frame: pd.DataFrame, column: str) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -106,25 +111,34 @@ def comparison(ctx: ToolContext, times: Sequence[float] | np.ndarray) -> Compari
         post = _clip(TimeWindow(split, ctx.incident.end), first, last)
         if post is not None and enough(pre):
             return Comparison(Mode.PRE_ONSET, pre, post)
+    later = TimeWindow(ctx.incident.end, max(ctx.incident.end, last))
+    if observed is not None and enough(later):
+        return Comparison(Mode.LATER, later, observed)
     return Comparison(Mode.PEERS, None, _clip(ctx.incident, first, last) or ctx.incident)
 
 
 def fetch_compared(
     ctx: ToolContext, fetch: Callable[[TimeWindow], pd.DataFrame], column: str
 ) -> tuple[pd.DataFrame, Comparison]:
-    """Records from the baseline and incident windows, and an earlier recording when the baseline
-    is empty (fetched only then: a long look back is costly on a live backend); with their comparison.
+    """Records from the baseline and incident windows; an earlier recording when the baseline is
+    empty, and a later one when nothing precedes the incident (each fetched only then: a long look
+    is costly on a live backend); with their comparison.
     """
     start = min(ctx.baseline.start, ctx.incident.start)
-    frame = fetch(TimeWindow(start, max(ctx.baseline.end, ctx.incident.end)))
+    end = max(ctx.baseline.end, ctx.incident.end)
+    frame = fetch(TimeWindow(start, end))
     cmp = comparison(ctx, frame[column].to_numpy())
-    if cmp.mode is Mode.BASELINE or start <= ctx.incident.start - LOOKBACK:
-        return frame, cmp
-    earlier = fetch(TimeWindow(ctx.incident.start - LOOKBACK, start))
-    if earlier.empty:
-        return frame, cmp
-    frame = pd.concat([earlier, frame], ignore_index=True)
-    return frame, comparison(ctx, frame[column].to_numpy())
+    if cmp.mode is not Mode.BASELINE and start > ctx.incident.start - LOOKBACK:
+        earlier = fetch(TimeWindow(ctx.incident.start - LOOKBACK, start))
+        if not earlier.empty:
+            frame = pd.concat([earlier, frame], ignore_index=True)
+            cmp = comparison(ctx, frame[column].to_numpy())
+    if cmp.mode is Mode.PEERS:
+        later = fetch(TimeWindow(end, ctx.incident.end + LOOKBACK))
+        if not later.empty:
+            frame = pd.concat([frame, later], ignore_index=True)
+            cmp = comparison(ctx, frame[column].to_numpy())
+    return frame, cmp
 
 
 def robust_peer_z(values: dict[str, float], floor: float) -> dict[str, float]:

@@ -277,7 +277,10 @@ def short_reference_z(ctx: ToolContext, entity: str, family: Family) -> float:
                 continue
             fam, direction = kind
             level = float(np.median(ref))
-            spread = max(float(np.ptp(ref)), floor_for(fam) * abs(level), 1e-9)
+            # Flat at zero before onset (no traffic yet), the relative floor is taken on the level after
+            # it, so that a series starting from nothing ranks as a large move, not an infinite one.
+            scale = max(abs(level), abs(float(np.median(after))))
+            spread = max(float(np.ptp(ref)), floor_for(fam) * scale, 1e-9)
             high, low = float(np.quantile(after, WINDOW_Q)), float(np.quantile(after, 1 - WINDOW_Q))
             moved = {Direction.UP: high - level, Direction.DOWN: level - low}.get(
                 direction, max(high - level, level - low)

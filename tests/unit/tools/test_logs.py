@@ -92,9 +92,18 @@ def test_empty_baseline_falls_back_to_pre_onset_then_to_peers() -> None:
     reference = logs.analyse(ctx).comparison.reference
     assert reference is not None
     assert reference.end <= ONSET
-    # Nothing before the onset at all: the services are compared with each other, and it is said,
-    # and such a comparison never supports, however loud the entity.
+    # Nothing before the onset, but a recording after the incident window: it is the reference.
     src.records = [r for r in src.records if r.time >= ONSET]
+    ctx = context(src, incident=TimeWindow(ONSET, ONSET + 240.0), baseline=empty)
+    analysis = logs.analyse(ctx)
+    assert analysis.comparison.mode is logs.Mode.LATER
+    assert analysis.comparison.reference is not None
+    assert analysis.comparison.reference.start >= ONSET + 240.0
+    result = logs.LogsTool().run(ctx, Hypothesis(id="h", entity="pay", fault_kind="errors"))
+    assert "later recording" in result.summary
+    # Nothing outside the incident window at all: the services are compared with each other, and it
+    # is said, and such a comparison never supports, however loud the entity.
+    src.records = [r for r in src.records if r.time < ONSET + 300.0]
     ctx = context(src, incident=TimeWindow(ONSET, ONSET + 300.0), baseline=empty)
     analysis = logs.analyse(ctx)
     assert analysis.comparison.mode is logs.Mode.PEERS

@@ -63,3 +63,23 @@ def test_an_entity_without_the_needed_series_is_unmeasured_not_healthy() -> None
     result = metrics.MetricsTool().run(ctx, Hypothesis(id="h", entity="back", fault_kind="errors"))
     assert "unmeasured" in result.summary
     assert not result.signals
+
+
+def test_a_series_flat_at_zero_before_onset_ranks_as_a_large_move_not_an_infinite_one() -> None:
+    """Two points of history at zero (no traffic yet), then a latency: the thin-reference lead is
+    measured against the level after onset, not against a spread of nothing."""
+    from tests.unit.tools import FakeSource
+
+    class Metered(FakeSource):
+        def metric_names(self, entity: str) -> list[str]:
+            return ["latency_p90"]
+
+        def metrics(self, entity: str, window: TimeWindow, names: object = None) -> list[MetricSeries]:
+            t = ONSET + 60.0 * np.arange(-2, 5)
+            v = np.where(t < ONSET, 0.0, 0.5)
+            keep = (t >= window.start) & (t < window.end)
+            return [MetricSeries(entity, "latency_p90", "s", t[keep], v[keep])] if keep.any() else []
+
+    ctx = context(Metered((("front", "svc"),)), incident=TimeWindow(ONSET - 300.0, ONSET + 300.0))
+    z = metrics.short_reference_z(ctx, "svc", Family.LATENCY)
+    assert 3.0 < z < 1e3
