@@ -58,6 +58,7 @@ from rca.tools.counts import (
 )
 from rca.tools.faults import FaultKind
 from rca.tools.stats import KNEE, UNREMARKABLE, squash, supported
+from rca.tools.traces import span_frame
 
 CACHE_KEY = "logs.analysis"
 MAX_LINES = 200_000  # per entity and query: far above a few minutes of any service's logs
@@ -240,7 +241,6 @@ _COLUMNS = ["time", "entity", "severity", "body", "trace_id", "unit"]
 _ANCHOR_COLUMNS = ["time", "entity", "trace_id", "unit", "template"]
 SPAN_ANCHOR = "span "  # the pseudo-template of a span's start: `span RouteController.queryByIds`
 SPAN_PATH_DEPTH = 4  # span names along a service's own call path, entry first
-MAX_SPANS = 1_000_000
 
 
 def _fetch(ctx: ToolContext, entities: Sequence[str], window: TimeWindow) -> pd.DataFrame:
@@ -253,22 +253,15 @@ def _fetch(ctx: ToolContext, entities: Sequence[str], window: TimeWindow) -> pd.
     return pd.DataFrame(rows, columns=_COLUMNS)
 
 
-def _span_anchors(ctx: ToolContext, cmp: Comparison) -> pd.DataFrame:
-    """The start of every span in the reference and observed periods, as the first event of its unit
-    (a log line's unit is its span id). Spans only anchor pairs; they are not log volume.
+def _span_anchors(ctx: ToolContext) -> pd.DataFrame:
+    """The start of every span of the investigation, as the first event of its unit (a log line's unit
+    is its span id). Spans only anchor pairs; they are not log volume.
 
     A span is named by its path inside its service (`/routes/byIds/ > RouteController.queryByIds`):
     one controller method may serve two endpoints whose requests log different statements.
     """
-    windows = [w for w in (cmp.reference, cmp.observed) if w is not None]
-    spans = pd.DataFrame(
-        [
-            (s.start, s.entity, s.trace_id, s.span_id, s.parent_span_id, s.name)
-            for w in windows
-            for s in ctx.source.spans(w, limit=MAX_SPANS)
-        ],
-        columns=["time", "entity", "trace_id", "unit", "parent", "name"],
-    ).drop_duplicates("unit")
+    frame, _ = span_frame(ctx)
+    spans = frame.drop_duplicates("span_id").rename(columns={"start": "time", "span_id": "unit"})
     by_id = spans.set_index("unit")
     path, up = spans["name"].astype(str), spans["parent"]
     for _ in range(SPAN_PATH_DEPTH - 1):
@@ -558,7 +551,7 @@ def analyse(ctx: ToolContext) -> LogAnalysis:
     units: dict[str, _Units] = {}
     observed: dict[str, pd.DataFrame] = {}
     groups = dict(tuple(frame.groupby("entity", sort=True))) if not frame.empty else {}
-    anchors = _span_anchors(ctx, cmp) if cmp.reference is not None else pd.DataFrame(columns=_ANCHOR_COLUMNS)
+    anchors = _span_anchors(ctx) if cmp.reference is not None else pd.DataFrame(columns=_ANCHOR_COLUMNS)
     anchor_groups = dict(tuple(anchors.groupby("entity", sort=True))) if not anchors.empty else {}
     for entity in entities:
         lines = groups.get(entity)

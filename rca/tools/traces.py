@@ -35,6 +35,7 @@ from rca.tools.faults import FaultKind
 from rca.tools.stats import UNREMARKABLE, squash, supported
 
 CACHE_KEY = "traces.analysis"
+FRAME_KEY = "traces.frame"
 MAX_SPANS = 1_000_000
 EPSILON = 1e-4  # seconds added before taking logs of own times (sub-0.1 ms is noise)
 MIN_SPANS = 5  # an operation needs this many spans in both periods to be compared
@@ -128,6 +129,7 @@ def _frame(ctx: ToolContext, window: TimeWindow) -> pd.DataFrame:
     spans = ctx.source.spans(window, limit=MAX_SPANS)
     return pd.DataFrame(
         {
+            "trace_id": [s.trace_id for s in spans],
             "span_id": [s.span_id for s in spans],
             "parent": [s.parent_span_id for s in spans],
             "entity": [s.entity for s in spans],
@@ -198,12 +200,24 @@ def _weighted(values: pd.Series, weights: pd.Series) -> pd.Series:
     return num / weights.groupby(level="entity").sum()
 
 
+def span_frame(ctx: ToolContext) -> tuple[pd.DataFrame, Comparison]:
+    """The investigation's spans (one row each: ids, entity, name, times, error and outcome flags)
+    with their reference / observed comparison; fetched once per investigation (cached in `ctx.cache`)
+    for every reader: this tool, and the logs tool that anchors its statement pairs on span starts."""
+    cached = ctx.cache.get(FRAME_KEY)
+    if isinstance(cached, tuple):
+        return cached
+    found = fetch_compared(ctx, lambda w: _frame(ctx, w), "start")
+    ctx.cache[FRAME_KEY] = found
+    return found
+
+
 def analyse(ctx: ToolContext) -> TraceAnalysis:
     """Profile every service's spans once per investigation (cached in `ctx.cache`)."""
     cached = ctx.cache.get(CACHE_KEY)
     if isinstance(cached, TraceAnalysis):
         return cached
-    frame, cmp = fetch_compared(ctx, lambda w: _frame(ctx, w), "start")
+    frame, cmp = span_frame(ctx)
     entities = sorted({*ctx.graph.names(), ctx.alert.entity, *frame["entity"].unique()})
     profiles = {e: TraceProfile(e, cmp.mode) for e in entities}
     result = TraceAnalysis(cmp, profiles)
