@@ -3,7 +3,7 @@
 Logs and spans are compared between a reference period (normal behaviour) and an observed period
 (the incident). `fetch_compared` chooses the two:
 
-1. the baseline window, when it holds enough records;
+1. the baseline window, when it holds enough records (of enough of the observed entities);
 2. else every record before the onset hint less `ONSET_LAG` (alerts fire after a fault starts,
    often a minute or two later), reaching back up to `LOOKBACK` before the incident window to find
    an earlier recording (a recorded case often holds a separate normal minute, far from the fault);
@@ -33,6 +33,9 @@ from rca.tools.stats import MAD_TO_SIGMA
 # A reference period needs this many records (all entities together) spread over this many seconds.
 MIN_REFERENCE_RECORDS = 30
 MIN_REFERENCE_SECONDS = 20.0
+# ... and records of at least this share of the entities the observed period has records of: a sliver
+# where most services are silent (the tail of a separate recording) is no picture of their normal.
+MIN_REFERENCE_COVERAGE = 0.5
 # How long an alert may lag the fault it reports: records this close before the hint may be faulty.
 ONSET_LAG = 120.0
 # How far before the incident window to look for an earlier recording when the baseline is empty.
@@ -81,8 +84,13 @@ def _clip(window: TimeWindow, first: float, last: float) -> TimeWindow | None:
     return TimeWindow(start, end) if end > start else None
 
 
-def comparison(ctx: ToolContext, times: Sequence[float] | np.ndarray) -> Comparison:
-    """Choose the reference for records at `times` (every entity's, one modality); see the module.
+def comparison(
+    ctx: ToolContext,
+    times: Sequence[float] | np.ndarray,
+    entities: Sequence[str] | np.ndarray | None = None,
+) -> Comparison:
+    """Choose the reference for records at `times` (every entity's, one modality; `entities` names
+    each record's entity); see the module.
 
     Windows are clipped to the data's own extent, so that rates are per minute of recorded data,
     not of an empty window edge.
@@ -91,28 +99,39 @@ def comparison(ctx: ToolContext, times: Sequence[float] | np.ndarray) -> Compari
     if t.size == 0:
         return Comparison(Mode.PEERS, None, ctx.incident)
     first, last = float(t.min()), float(np.nextafter(t.max(), math.inf))
+    keys = None if entities is None else np.asarray(entities, dtype=object)
 
-    def enough(window: TimeWindow | None) -> bool:
+    def enough(window: TimeWindow | None, versus: TimeWindow | None) -> bool:
         if window is None:
             return False
-        inside = t[(t >= window.start) & (t < window.end)]
-        return inside.size >= MIN_REFERENCE_RECORDS and float(np.ptp(inside)) >= MIN_REFERENCE_SECONDS
+        inside = (t >= window.start) & (t < window.end)
+        if inside.sum() < MIN_REFERENCE_RECORDS or float(np.ptp(t[inside])) < MIN_REFERENCE_SECONDS:
+            return False
+        if keys is None or versus is None:
+            return True
+        wanted = set(keys[(t >= versus.start) & (t < versus.end)])
+        return len(wanted & set(keys[inside])) >= MIN_REFERENCE_COVERAGE * len(wanted)
 
     onset = min(max(ctx.onset, ctx.incident.start), ctx.incident.end)
     lagged = max(ctx.incident.start, onset - ONSET_LAG)
     observed = _clip(TimeWindow(lagged, ctx.incident.end), first, last)
     base = _clip(ctx.baseline, first, last)
-    if observed is not None and base is not None and base.end <= observed.start + 1e-9 and enough(base):
+    if (
+        observed is not None
+        and base is not None
+        and base.end <= observed.start + 1e-9
+        and enough(base, observed)
+    ):
         return Comparison(Mode.BASELINE, base, observed)
     for split in (lagged, onset):
         if split <= first:
             continue
         pre = TimeWindow(first, split)
         post = _clip(TimeWindow(split, ctx.incident.end), first, last)
-        if post is not None and enough(pre):
+        if post is not None and enough(pre, post):
             return Comparison(Mode.PRE_ONSET, pre, post)
     later = TimeWindow(ctx.incident.end, max(ctx.incident.end, last))
-    if observed is not None and enough(later):
+    if observed is not None and enough(later, observed):
         return Comparison(Mode.LATER, later, observed)
     return Comparison(Mode.PEERS, None, _clip(ctx.incident, first, last) or ctx.incident)
 
@@ -126,18 +145,23 @@ def fetch_compared(
     """
     start = min(ctx.baseline.start, ctx.incident.start)
     end = max(ctx.baseline.end, ctx.incident.end)
+
+    def compare(records: pd.DataFrame) -> Comparison:
+        entities = records["entity"].to_numpy() if "entity" in records else None
+        return comparison(ctx, records[column].to_numpy(), entities)
+
     frame = fetch(TimeWindow(start, end))
-    cmp = comparison(ctx, frame[column].to_numpy())
+    cmp = compare(frame)
     if cmp.mode is not Mode.BASELINE and start > ctx.incident.start - LOOKBACK:
         earlier = fetch(TimeWindow(ctx.incident.start - LOOKBACK, start))
         if not earlier.empty:
             frame = pd.concat([earlier, frame], ignore_index=True)
-            cmp = comparison(ctx, frame[column].to_numpy())
+            cmp = compare(frame)
     if cmp.mode is Mode.PEERS:
         later = fetch(TimeWindow(end, ctx.incident.end + LOOKBACK))
         if not later.empty:
             frame = pd.concat([frame, later], ignore_index=True)
-            cmp = comparison(ctx, frame[column].to_numpy())
+            cmp = compare(frame)
     return frame, cmp
 
 

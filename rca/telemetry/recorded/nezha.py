@@ -145,6 +145,18 @@ def _read_log_table(path: str) -> pd.DataFrame:
     return pd.read_csv(path, dtype={"TraceID": str, "SpanID": str, "PodName": str}, on_bad_lines="skip")
 
 
+def _log_times(raw: pd.DataFrame) -> pd.Series:
+    """Seconds since the epoch of every log row: `TimeUnixNano`, or where it overflowed (some rows
+    hold a negative number, i.e. the year 1754) the `Timestamp` string (UTC); NaN where neither reads."""
+    nanos = pd.to_numeric(raw["TimeUnixNano"], errors="coerce")
+    time = nanos.astype(np.float64) / 1e9
+    bad = ~(nanos > 0)
+    if bad.any() and "Timestamp" in raw:
+        stamps = pd.to_datetime(raw.loc[bad, "Timestamp"], utc=True, errors="coerce", format="ISO8601")
+        time[bad] = (stamps - pd.Timestamp(0, tz="UTC")).dt.total_seconds()
+    return time
+
+
 @lru_cache(maxsize=512)
 def _read_logs(path: str) -> pd.DataFrame:
     with reading(path):
@@ -152,10 +164,12 @@ def _read_logs(path: str) -> pd.DataFrame:
         raw = _read_log_table(path).dropna(subset=["PodName"])
         if raw.empty:
             return empty_frame(LOG_COLUMNS)
+        time = _log_times(raw)
+        raw, time = raw[time.notna()], time[time.notna()]
         body = raw["Log"].map(_body)
         return pd.DataFrame(
             {
-                "time": raw["TimeUnixNano"].astype(np.float64) / 1e9,
+                "time": time,
                 "entity": raw["PodName"].map(service_of),
                 "instance": raw["PodName"],
                 "severity": body.map(_severity),

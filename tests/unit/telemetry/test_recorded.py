@@ -271,6 +271,31 @@ def test_nezha_tt_logs_and_spans_are_bounded(data_dir: Path) -> None:
     assert src.spans(TimeWindow(case.window.start - 3600, case.window.start - 1800)) == []
 
 
+def test_nezha_log_rows_with_an_overflowed_nanosecond_clock_keep_their_timestamp() -> None:
+    from rca.telemetry.recorded.nezha import _log_times
+
+    raw = pd.DataFrame(
+        {
+            "Timestamp": ["2023-01-29T09:20:29.295", "2023-01-29T09:20:30.000000001Z", "not a time"],
+            "TimeUnixNano": [-6795364578871345152, 1674984030000000001, -1],
+        }
+    )
+    times = _log_times(raw)
+    assert times[0] == pytest.approx(pd.Timestamp("2023-01-29T09:20:29.295Z").timestamp())
+    assert times[1] == pytest.approx(1674984030.0)
+    assert np.isnan(times[2])  # neither clock reads: the row is dropped by the loader
+
+
+def test_nezha_dev_logs_hold_no_time_outside_their_day(data_dir: Path) -> None:
+    refs = [r for r in read_index(data_dir, split="dev", datasets=["nezha"]) if r.system == "TrainTicket"]
+    ref = next(r for r in refs if r.case_id.endswith("/05"))  # its first minute has overflowed rows
+    case = load_case(data_dir, ref)
+    day = TimeWindow(case.window.start - 86_400, case.window.end + 86_400)
+    frame = case.source.log_loader(case.window) if case.source.log_loader else pd.DataFrame()
+    assert len(frame) > 0
+    assert frame["time"].between(day.start, day.end).all()
+
+
 # --- graph_from_spans ------------------------------------------------------------------------
 def _span(sid: str, parent: str | None, entity: str, trace: str = "t1") -> Span:
     return Span(

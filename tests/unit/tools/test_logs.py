@@ -113,6 +113,26 @@ def test_empty_baseline_falls_back_to_pre_onset_then_to_peers() -> None:
     assert float(result.signals["anomaly_score"]) < 0.8
 
 
+def test_a_baseline_where_most_services_are_silent_is_no_reference() -> None:
+    """Enough lines in the baseline, all of them one service's (the tail of a separate recording):
+    the comparison looks further, to a reference that shows the services it compares."""
+    from rca.tools.counts import comparison
+
+    observed = [ONSET + 10.0 * k for k in range(30)]
+    sliver = [ONSET - 200.0 + k for k in range(40)]  # 40 lines over 40 s, one service only
+    earlier = [ONSET - 3_000.0 + 10.0 * k for k in range(40)]
+    services = ["order", "pay", "user", "stock"]
+    times = earlier + sliver + observed
+    entities = [services[k % 4] for k in range(40)] + ["user"] * 40 + [services[k % 4] for k in range(30)]
+    ctx = context(_source(), incident=TimeWindow(ONSET - 60.0, ONSET + 300.0))
+    ctx.baseline = TimeWindow(ONSET - 300.0, ONSET - 60.0)
+    assert comparison(ctx, times).mode is logs.Mode.BASELINE  # by volume alone, the sliver would do
+    chosen = comparison(ctx, times, entities)
+    assert chosen.mode is logs.Mode.PRE_ONSET
+    assert chosen.reference is not None
+    assert chosen.reference.start <= ONSET - 3_000.0
+
+
 def test_onset_hint_late_by_a_minute_keeps_the_fault_out_of_the_reference() -> None:
     # The alert fires 90 s after the fault started: the reference stops before the lag allowance.
     ctx = context(_source(), incident=TimeWindow(ONSET - 300.0, ONSET + 300.0), onset=ONSET + 90.0)
