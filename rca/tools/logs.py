@@ -11,9 +11,9 @@ reference period (normal behaviour) with the observed period (see `rca.tools.cou
   a changed return value). Only pairs the entity itself follows in the reference count. Where the
   lines' span ids meet recorded spans, the start of the span (its operation) is the first statement
   of the unit, so a request that no longer logs its only statement (`queryByIds` started, `#53`
-  never logged: the exception came first) is a broken pair too. A unit that logs, instead of B, a
-  statement that stood in for B before onset took the code's other branch (a workload mix shift),
-  and a vanished WARN+ line is no fault: neither breaks a pair;
+  never logged: the exception came first) is a broken pair too. A unit that logs, instead of B, an
+  INFO statement that stood in for B before onset took the code's other branch (a workload mix
+  shift), and a vanished WARN+ line is no fault: neither breaks a pair;
 - the WARN+ burst: problem lines, observed vs reference, against the entity's own volume;
 - the template shift: WARN+ templates that are new after onset or grow against the entity's volume
   (INFO templates come and go with the workload mix; a vanished code path shows as a broken pair).
@@ -298,9 +298,9 @@ _PROBLEM = frozenset(s.value for s in Severity if s.is_problem)
 _ERROR = frozenset({Severity.ERROR.value, Severity.FATAL.value})
 
 
-def _problem_templates(lines: pd.DataFrame) -> set[str]:
-    """The templates of an entity's WARN+ lines."""
-    return set(lines.loc[lines["severity"].isin(_PROBLEM), "template"])
+def _templates_at(lines: pd.DataFrame, levels: frozenset[str]) -> set[str]:
+    """The templates of an entity's lines at `levels` (`_PROBLEM`: WARN+, `_ERROR`: ERROR+)."""
+    return set(lines.loc[lines["severity"].isin(levels), "template"])
 
 
 def _problem_flags(lines: pd.DataFrame) -> pd.Series:
@@ -414,31 +414,45 @@ def _replacements(rv: np.ndarray, pairs: np.ndarray) -> np.ndarray:
     return out
 
 
-def _units(ref: pd.DataFrame, obs: pd.DataFrame, problems: Collection[str]) -> _Units | None:
+def _units(
+    ref: pd.DataFrame, obs: pd.DataFrame, problems: Collection[str], errors: Collection[str]
+) -> _Units | None:
     """Expected pairs from the reference units and which observed units broke one (vectorised).
-    `problems` are the WARN+ templates: one of them no longer logged is no fault."""
+    `problems` are the WARN+ templates (one of them no longer logged is no fault), `errors` the
+    ERROR+ ones (a request that logged one failed)."""
     ref, obs = ref.dropna(subset=["unit"]), obs.dropna(subset=["unit"])
     r = _presence(ref)
     if r.empty or obs.empty:
         return None
     o = _presence(obs).reindex(columns=r.columns, fill_value=0)
-    together = r.T @ r  # A row, B column: reference units holding both
-    holding = pd.Series(np.diag(together), index=r.columns)
-    follow = together.div(holding.where(holding > 0), axis=0)
-    mask_ = (follow >= PAIR_FOLLOW).to_numpy() & (holding >= MIN_PAIR_UNITS).to_numpy()[:, None]
+    problem = np.asarray(r.columns.isin(list(problems)), dtype=bool)
+    error = np.asarray(r.columns.isin(list(errors)), dtype=bool)
+    rv = r.to_numpy()
+    together = rv.T @ rv  # A row, B column: reference units holding both
+    # A reference unit that holds A, lacks B and logged an error failed before B: it shows where the
+    # request broke, not that B is optional (a reference holding some failures still shows the path).
+    erred = np.asarray(rv[:, error].sum(axis=1) > 0, dtype=np.int64)
+    failed = (rv * erred[:, None]).T @ (1 - rv)
+    trials = np.diag(together)[:, None] - failed
+    with np.errstate(divide="ignore", invalid="ignore"):
+        follow = np.where(trials > 0, together / np.maximum(trials, 1), 0.0)
+    mask_ = (follow >= PAIR_FOLLOW) & (trials >= MIN_PAIR_UNITS)
     np.fill_diagonal(mask_, False)
     # A span start is only ever the first of a pair: a line whose span fell outside the fetched
     # periods (or was never recorded) has not lost anything.
     mask_[:, np.asarray(r.columns.str.startswith(SPAN_ANCHOR), dtype=bool)] = False
-    mask_[:, np.asarray(r.columns.isin(list(problems)), dtype=bool)] = False
+    mask_[:, problem] = False
     pairs = np.argwhere(mask_)
+    replaces = _replacements(r.to_numpy(), pairs)
+    # An error path taken instead of B is the failure itself, however often it was taken before.
+    replaces[:, error] = False
     traces = obs.drop_duplicates("unit").set_index("unit")["trace_id"].reindex(o.index)
     # The last step of progress: a problem line the unit logs after a failed call (`call to pay
     # failed`) reports the failure, it is not work the unit did before it.
     progress = obs[~obs["template"].isin(list(problems))]
     first = obs.groupby("unit")["time"].min()
     last = progress.groupby("unit")["time"].max().reindex(first.index).fillna(first).reindex(o.index)
-    return _Units(r, o, traces, last, pairs, _replacements(r.to_numpy(), pairs))
+    return _Units(r, o, traces, last, pairs, replaces)
 
 
 def _pair_stats(units: _Units, own: pd.Series) -> list[PairStat]:
@@ -569,7 +583,7 @@ def analyse(ctx: ToolContext) -> LogAnalysis:
             if spans is not None:
                 span_ref, span_obs = cmp.split(spans, "time")
                 ref, obs = pd.concat([ref, span_ref]), pd.concat([obs, span_obs])
-            found = _units(ref, obs, _problem_templates(lines))
+            found = _units(ref, obs, _templates_at(lines, _PROBLEM), _templates_at(lines, _ERROR))
         if found is not None:
             units[entity] = found
     _own_pairs(ctx, profiles, units, observed)

@@ -391,3 +391,25 @@ def test_a_weak_but_real_log_signal_is_no_refutation() -> None:
         DEFAULT_THRESHOLDS.anomaly_refutes < logs.score(analysis, "pay") < DEFAULT_THRESHOLDS.anomaly_supports
     )
     assert logs.score(analysis, "user") <= DEFAULT_THRESHOLDS.anomaly_refutes
+
+
+def test_a_reference_that_already_holds_some_failures_still_shows_the_path_that_completes() -> None:
+    """Before onset a quarter of `pay`'s requests already failed at the step (ERROR #415 instead of
+    #418), and every request logs a routine ERROR; after onset all of them fail there."""
+    records: list[LogRecord] = []
+    for i in range(240):
+        t = ONSET - 300.0 + i * 5.0
+        failing = t >= ONSET or i % 4 == 0
+        step = "p.PayServiceImpl#415" if failing else "p.PayServiceImpl#418"
+        level = Severity.ERROR if failing else Severity.INFO
+        records += _request(t, "pay", f"p{i}", f"t{i:04d}", ["p.PayServiceImpl#405"])
+        body = f"12:00:00.000 {level.value} {step} [step] done"
+        records.append(LogRecord(t + 0.05, "pay", level, body, f"t{i:04d}", f"p{i}"))
+        routine = "12:00:00.000 ERROR p.PayServiceImpl#302 [step] upstream quirk"
+        records.append(LogRecord(t + 0.06, "pay", Severity.ERROR, routine, f"t{i:04d}", f"p{i}"))
+    ctx = context(FakeSource(EDGES, records=records), incident=PAIR_INCIDENT)
+    pay = logs.log_profile(ctx, "pay")
+    pair = next(p for p in pay.pairs if "#405" in p.first and "#418" in p.then)
+    assert 0 < pair.broken_reference < pair.units_reference
+    assert pair.broken_observed == pair.units_observed
+    assert pair.z >= 3.0
