@@ -459,8 +459,10 @@ def _pair_stats(units: _Units, own: pd.Series) -> list[PairStat]:
     """Expected pairs with their reference and own observed break counts, most broken first.
 
     A fault may start after the observed period does (the onset hint is early, or the fault takes a
-    while to bite), so each pair is also tested on the units since each later look in `LOOKS`; the
-    strongest look is kept, its surprise discounted for the number of looks (Bonferroni).
+    while to bite), so each pair is also tested at each later look in `LOOKS`: the units since the
+    look against the reference and the observed units before it (they are what the entity did before
+    the break began). The strongest look is kept, its surprise discounted for the number of looks
+    (Bonferroni); its counts are the ones reported.
     """
     keep = own.reindex(units.observed.index, fill_value=True).to_numpy()
     r, o = units.reference, units.observed[keep]
@@ -472,22 +474,27 @@ def _pair_stats(units: _Units, own: pd.Series) -> list[PairStat]:
     times = units.last.to_numpy()[keep]
     first, span = float(np.nanmin(times)), float(np.nanmax(times) - np.nanmin(times))
     best = np.full(len(a_idx), -np.inf)
-    n_obs, broken_obs = np.zeros(len(a_idx), np.int64), np.zeros(len(a_idx), np.int64)
+    counts = np.zeros((4, len(a_idx)), np.int64)  # before: units, broken; since: units, broken
     for look in LOOKS:
         since = times >= first + look * span
-        n, b = holds[since].sum(axis=0), breaks[since].sum(axis=0)
-        z = proportion_z(broken_ref, n_ref, b, n)
-        z = np.where(b >= MIN_BROKEN_UNITS, z, np.minimum(z, 0.0))
+        look_counts = np.stack(
+            [
+                n_ref + holds[~since].sum(axis=0),
+                broken_ref + breaks[~since].sum(axis=0),
+                holds[since].sum(axis=0),
+                breaks[since].sum(axis=0),
+            ]
+        )
+        z = proportion_z(look_counts[1], look_counts[0], look_counts[3], look_counts[2])
+        z = np.where(look_counts[3] >= MIN_BROKEN_UNITS, z, np.minimum(z, 0.0))
         better = z > best
         best = np.where(better, z, best)
-        n_obs, broken_obs = np.where(better, n, n_obs), np.where(better, b, broken_obs)
+        counts = np.where(better, look_counts, counts)
     z = np.where(best > 0, norm.isf(np.minimum(0.5, norm.sf(best) * len(LOOKS))), best)
     cols = r.columns
     stats = [
         PairStat(str(cols[a]), str(cols[b]), int(nr), int(br), int(no), int(bo), float(zz))
-        for a, b, nr, br, no, bo, zz in zip(
-            a_idx, b_idx, n_ref, broken_ref, n_obs, broken_obs, z, strict=True
-        )
+        for a, b, nr, br, no, bo, zz in zip(a_idx, b_idx, *counts, z, strict=True)
     ]
     return sorted(stats, key=lambda s: (-s.z, s.first, s.then))
 

@@ -411,5 +411,5 @@ def test_a_reference_that_already_holds_some_failures_still_shows_the_path_that_
     pay = logs.log_profile(ctx, "pay")
     pair = next(p for p in pay.pairs if "#405" in p.first and "#418" in p.then)
     assert 0 < pair.broken_reference < pair.units_reference
-    assert pair.broken_observed == pair.units_observed
+    assert pair.broken_observed > 0.9 * pair.units_observed  # the observed period starts before onset
     assert pair.z >= 3.0
