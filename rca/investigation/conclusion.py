@@ -3,7 +3,7 @@ chain, grounding, capped confidence and action tier."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from itertools import pairwise
 
 import networkx as nx
@@ -35,12 +35,15 @@ def rank_candidates(
     loop: LoopOutcome,
     named: Hypothesis | None,
     explained_by: Mapping[str, Sequence[str]] | None = None,
+    reach: Collection[str] | None = None,
 ) -> list[Candidate]:
     """Every entity ranked: the named root cause, other origins, then by belief and seed score.
 
     `explained_by[e]` names changes that may explain `e`'s deviation (changed services below an
     unchanged `e`): within its belief, `e` ranks right after the best of them, since a change reaching
-    it explains its symptoms at least as well as a fault of its own that nothing shows.
+    it explains its symptoms at least as well as a fault of its own that nothing shows. `reach` holds
+    the entities the symptom depends on (itself included): within its belief, an entity no call from
+    the symptom reaches ranks after those it does, as its fault has no known way to the symptom.
     """
     states: dict[str, HypothesisState] = {}
     kinds: dict[str, str] = {}
@@ -53,7 +56,7 @@ def rank_candidates(
 
     score_of = {s.entity: s.score for s in suspects}
 
-    def key(s: Suspect) -> tuple[int, bool, int, float, int, str]:
+    def key(s: Suspect) -> tuple[int, bool, int, bool, float, int, str]:
         first = 0 if named is not None and s.entity == named.entity else 1
         belief = loop.beliefs.get(s.entity, Belief.DEFERRED)
         order = _BELIEF_ORDER[belief]
@@ -65,7 +68,8 @@ def rank_candidates(
             score, behind = max(rivals), 1
         # An entity nothing pointed at ranks after every one that showed something, even one whose
         # visit refuted it: a refutation speaks to one hypothesis, an empty seed to none.
-        return (first, s.score <= 0, order, -score, behind, s.entity)
+        apart = reach is not None and s.entity not in reach
+        return (first, s.score <= 0, order, apart, -score, behind, s.entity)
 
     return [
         Candidate(
@@ -95,6 +99,14 @@ def _explained_by_changes(ctx: ToolContext, suspects: Sequence[Suspect]) -> dict
         s.entity: [d for d in changed_downstream(ctx, s.entity) if weight(d) > weight(s.entity)]
         for s in suspects
     }
+
+
+def symptom_reach(ctx: ToolContext) -> frozenset[str] | None:
+    """The alerting entity and every entity its calls reach (None when the graph does not know it)."""
+    g, symptom = ctx.digraph, ctx.alert.entity
+    if symptom not in g:
+        return None
+    return frozenset({symptom, *nx.descendants(g, symptom)})
 
 
 def explanatory_frontier(ctx: ToolContext, tree: HypothesisTree) -> tuple[str, ...]:
@@ -152,7 +164,7 @@ def conclude(
     explained_by = _explained_by_changes(ctx, suspects)
     # The same service, named as deep as its levels' leaders reach (fault kind, detail).
     deepest = refined(tree, named, settings.levels) if named is not None else None
-    candidates = rank_candidates(suspects, loop, deepest, explained_by)
+    candidates = rank_candidates(suspects, loop, deepest, explained_by, symptom_reach(ctx))
     root = next((c for c in candidates if named is not None and c.entity == named.entity), None)
     score_of: Mapping[str, Suspect] = {s.entity: s for s in suspects}
     margin = _margin(candidates) if root is not None else 0.0

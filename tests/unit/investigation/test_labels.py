@@ -52,6 +52,30 @@ def test_an_entity_nothing_pointed_at_ranks_after_a_refuted_suspect() -> None:
     assert ranked == ["refuted", "silent"]
 
 
+def test_an_entity_the_symptom_does_not_reach_ranks_after_one_it_does_within_a_belief() -> None:
+    tree = HypothesisTree.snapshot([], None)
+    beliefs = {"isolated": Belief.DEFERRED, "callee": Belief.DEFERRED, "refuted": Belief.HEALTHY}
+    loop = LoopOutcome(
+        tree=tree,
+        control=control(tree, True, 1, 0.0, GateBudget(), Mode.ACTIVE),
+        wants_to_finish=True,
+        turns=1,
+        elapsed_s=0.0,
+        beliefs=beliefs,
+        priority={},
+    )
+    # `isolated` (a memory jump in a service nothing calls) seeds far higher than `callee`.
+    suspects = [
+        Suspect("isolated", 9.0, FaultKind.MEMORY),
+        Suspect("callee", 1.0, FaultKind.ERRORS),
+        Suspect("refuted", 5.0, FaultKind.CPU),
+    ]
+    assert [c.entity for c in rank_candidates(suspects, loop, None)] == ["isolated", "callee", "refuted"]
+    reach = {"frontend", "callee", "refuted"}
+    ranked = [c.entity for c in rank_candidates(suspects, loop, None, reach=reach)]
+    assert ranked == ["callee", "isolated", "refuted"]  # the belief still comes first
+
+
 def test_a_view_ranks_behind_the_component_it_may_stand_for() -> None:
     # `search_remote` records frontend's calls to the search endpoint and deviates a little more.
     edges = [("frontend", "search"), ("frontend", "search_remote")]
@@ -61,3 +85,12 @@ def test_a_view_ranks_behind_the_component_it_may_stand_for() -> None:
     ctx = ToolContext(source, alert, incident, baseline, source.topology())
     ranked = [s.entity for s in seed(ctx, (METRICS_MODALITY,))]
     assert ranked.index("search") < ranked.index("search_remote")
+
+
+def test_the_symptom_reaches_what_its_calls_reach() -> None:
+    from rca.investigation.conclusion import symptom_reach
+    from tests.unit.tools import FakeSource, context
+
+    edges = (("front", "order"), ("order", "pay"), ("user", "front"))
+    assert symptom_reach(context(FakeSource(edges))) == {"front", "order", "pay"}
+    assert symptom_reach(context(FakeSource(edges), entity="ghost")) is None
