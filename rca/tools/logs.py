@@ -501,10 +501,12 @@ def _pair_stats(units: _Units, own: pd.Series) -> list[PairStat]:
 
 def _blame(entity: str, problems: pd.Series, names: Sequence[str]) -> tuple[dict[str, int], int]:
     """(lines naming each other entity, lines with a call-failure cue) among an entity's problem lines."""
-    lowered = problems.str.lower()
-    named = {n: int(lowered.str.contains(n.lower(), regex=False).sum()) for n in names if n != entity}
-    cue = int(lowered.str.contains(_CALL_FAILURE).sum())
-    return {n: k for n, k in named.items() if k > 0}, cue
+    # Distinct lines once each (a burst repeats a few lines many times), in plain Python: a pandas
+    # string call per entity name costs more than the handful of lines it would scan.
+    lines = problems.str.lower().value_counts()
+    named = {n: sum(k for text, k in lines.items() if n.lower() in str(text)) for n in names if n != entity}
+    cue = sum(k for text, k in lines.items() if _CALL_FAILURE.search(str(text)))
+    return {n: int(k) for n, k in named.items() if k > 0}, int(cue)
 
 
 def _significant_breaks(u: _Units) -> pd.Series:
