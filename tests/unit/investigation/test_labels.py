@@ -36,26 +36,10 @@ def test_a_lane_that_saw_it_move_keeps_it_open_despite_quiet_ones() -> None:
     assert _label(captures) is Belief.DEFERRED
 
 
-def test_an_entity_nothing_pointed_at_ranks_after_a_refuted_suspect() -> None:
+def _loop(beliefs: dict[str, Belief]) -> LoopOutcome:
+    """A finished loop that proved nothing and left `beliefs`."""
     tree = HypothesisTree.snapshot([], None)
-    loop = LoopOutcome(
-        tree=tree,
-        control=control(tree, True, 1, 0.0, GateBudget(), Mode.ACTIVE),
-        wants_to_finish=True,
-        turns=1,
-        elapsed_s=0.0,
-        beliefs={"refuted": Belief.HEALTHY, "silent": Belief.DEFERRED},
-        priority={},
-    )
-    suspects = [Suspect("refuted", 2.0, FaultKind.ERRORS), Suspect("silent", 0.0, FaultKind.LATENCY)]
-    ranked = [c.entity for c in rank_candidates(suspects, loop, None)]
-    assert ranked == ["refuted", "silent"]
-
-
-def test_an_entity_the_symptom_does_not_reach_ranks_after_one_it_does_within_a_belief() -> None:
-    tree = HypothesisTree.snapshot([], None)
-    beliefs = {"isolated": Belief.DEFERRED, "callee": Belief.DEFERRED, "refuted": Belief.HEALTHY}
-    loop = LoopOutcome(
+    return LoopOutcome(
         tree=tree,
         control=control(tree, True, 1, 0.0, GateBudget(), Mode.ACTIVE),
         wants_to_finish=True,
@@ -64,6 +48,17 @@ def test_an_entity_the_symptom_does_not_reach_ranks_after_one_it_does_within_a_b
         beliefs=beliefs,
         priority={},
     )
+
+
+def test_an_entity_nothing_pointed_at_ranks_after_a_refuted_suspect() -> None:
+    loop = _loop({"refuted": Belief.HEALTHY, "silent": Belief.DEFERRED})
+    suspects = [Suspect("refuted", 2.0, FaultKind.ERRORS), Suspect("silent", 0.0, FaultKind.LATENCY)]
+    ranked = [c.entity for c in rank_candidates(suspects, loop, None)]
+    assert ranked == ["refuted", "silent"]
+
+
+def test_an_entity_the_symptom_does_not_reach_ranks_after_one_it_does_within_a_belief() -> None:
+    loop = _loop({"isolated": Belief.DEFERRED, "callee": Belief.DEFERRED, "refuted": Belief.HEALTHY})
     # `isolated` (a memory jump in a service nothing calls) seeds far higher than `callee`.
     suspects = [
         Suspect("isolated", 9.0, FaultKind.MEMORY),
