@@ -57,7 +57,7 @@ from rca.tools.counts import (
     robust_peer_z,
 )
 from rca.tools.faults import FaultKind
-from rca.tools.stats import KNEE, UNREMARKABLE, squash, supported
+from rca.tools.stats import KNEE, squash, supported, unrefuted
 from rca.tools.traces import span_frame
 
 CACHE_KEY = "logs.analysis"
@@ -298,9 +298,9 @@ _PROBLEM = frozenset(s.value for s in Severity if s.is_problem)
 _ERROR = frozenset({Severity.ERROR.value, Severity.FATAL.value})
 
 
-def _templates_at(lines: pd.DataFrame, levels: frozenset[str]) -> set[str]:
-    """The templates of an entity's lines at `levels` (`_PROBLEM`: WARN+, `_ERROR`: ERROR+)."""
-    return set(lines.loc[lines["severity"].isin(levels), "template"])
+def _error_templates(lines: pd.DataFrame) -> set[str]:
+    """The templates of an entity's ERROR+ lines."""
+    return set(lines.loc[lines["severity"].isin(_ERROR), "template"])
 
 
 def _problem_flags(lines: pd.DataFrame) -> pd.Series:
@@ -370,7 +370,7 @@ class _Units:
     pairs: np.ndarray  # (k, 2) template positions: A (first) is expected with B (second)
     replaces: np.ndarray  # (k, templates) bool: C stands in for B after A (another branch of the code)
 
-    def breaks(self, presence: pd.DataFrame) -> np.ndarray:
+    def _breaks(self, presence: pd.DataFrame) -> np.ndarray:
         """Units x pairs: the unit holds A, neither B nor anything that stands in for B."""
         v = presence.to_numpy().astype(bool)
         replaced = (v.astype(np.int64) @ self.replaces.T.astype(np.int64)) > 0
@@ -378,9 +378,19 @@ class _Units:
         return broken
 
     @cached_property
+    def reference_breaks(self) -> np.ndarray:
+        """Reference units x pairs (`_breaks` of the reference, computed once)."""
+        return self._breaks(self.reference)
+
+    @cached_property
+    def observed_breaks(self) -> np.ndarray:
+        """Observed units x pairs (`_breaks` of the observed period, computed once)."""
+        return self._breaks(self.observed)
+
+    @cached_property
     def broken(self) -> pd.Series:
         """Observed unit -> whether it broke an expected pair."""
-        return pd.Series(self.breaks(self.observed).any(axis=1), index=self.observed.index)
+        return pd.Series(self.observed_breaks.any(axis=1), index=self.observed.index)
 
 
 def _presence(lines: pd.DataFrame) -> pd.DataFrame:
@@ -469,8 +479,8 @@ def _pair_stats(units: _Units, own: pd.Series) -> list[PairStat]:
     if len(units.pairs) == 0 or o.empty:
         return []
     a_idx, b_idx = units.pairs[:, 0], units.pairs[:, 1]
-    n_ref, broken_ref = r.to_numpy()[:, a_idx].sum(axis=0), units.breaks(r).sum(axis=0)
-    holds, breaks = o.to_numpy()[:, a_idx], units.breaks(o)
+    n_ref, broken_ref = r.to_numpy()[:, a_idx].sum(axis=0), units.reference_breaks.sum(axis=0)
+    holds, breaks = o.to_numpy()[:, a_idx], units.observed_breaks[keep]
     times = units.last.to_numpy()[keep]
     first, span = float(np.nanmin(times)), float(np.nanmax(times) - np.nanmin(times))
     best = np.full(len(a_idx), -np.inf)
@@ -515,7 +525,7 @@ def _significant_breaks(u: _Units) -> pd.Series:
     cols = u.reference.columns
     significant = {(s.first, s.then) for s in stats if s.z >= KNEE}
     chosen = np.array([(str(cols[a]), str(cols[b])) in significant for a, b in u.pairs], dtype=bool)
-    return pd.Series(u.breaks(u.observed)[:, chosen].any(axis=1), index=u.observed.index)
+    return pd.Series(u.observed_breaks[:, chosen].any(axis=1), index=u.observed.index)
 
 
 def _marked_traces(
@@ -586,13 +596,14 @@ def analyse(ctx: ToolContext) -> LogAnalysis:
         profiles[entity] = _profile(entity, ref, obs, cmp)
         observed[entity] = obs
         blame[entity] = _blame(entity, obs.loc[obs["severity"].isin(_PROBLEM), "body"], entities)
-        found = None
-        if cmp.reference is not None:
-            spans = anchor_groups.get(entity)
-            if spans is not None:
-                span_ref, span_obs = cmp.split(spans, "time")
-                ref, obs = pd.concat([ref, span_ref]), pd.concat([obs, span_obs])
-            found = _units(ref, obs, _templates_at(lines, _PROBLEM), _templates_at(lines, _ERROR))
+        if cmp.reference is None:
+            continue
+        spans = anchor_groups.get(entity)
+        if spans is not None:
+            span_ref, span_obs = cmp.split(spans, "time")
+            ref, obs = pd.concat([ref, span_ref]), pd.concat([obs, span_obs])
+        problems = {t.template for t in profiles[entity].templates if t.problem}
+        found = _units(ref, obs, problems, _error_templates(lines))
         if found is not None:
             units[entity] = found
     _own_pairs(ctx, profiles, units, observed)
@@ -656,10 +667,7 @@ def score(analysis: LogAnalysis, entity: str) -> float:
     prof = analysis.profiles.get(entity)
     if prof is None:
         return 0.0
-    value = squash(prof.own)
-    if prof.own >= KNEE:
-        value = max(value, UNREMARKABLE)
-    return supported(value, prof.own_reference, analysis.lead(entity))
+    return supported(unrefuted(squash(prof.own), prof.own >= KNEE), prof.own_reference, analysis.lead(entity))
 
 
 class LogsTool:

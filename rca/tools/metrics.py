@@ -26,7 +26,6 @@ from rca.tools.faults import EXPLAINS, FAMILIES_OF_KIND, FaultKind, named_sympto
 from rca.tools.stats import (
     DOMINANCE,
     KNEE,
-    UNREMARKABLE,
     Deviation,
     Direction,
     Family,
@@ -38,6 +37,7 @@ from rca.tools.stats import (
     same_stream,
     squash,
     supported,
+    unrefuted,
 )
 from rca.tools.stats import WINDOW_QUANTILE as WINDOW_Q
 from rca.tools.topology import is_view
@@ -428,10 +428,7 @@ def _score(
     (contested), or whose deviation cannot be decisive (see `MetricsTool.run`) stays
     inconclusive: the metrics cannot tell.
     """
-    score = squash(own / noise)
-    if own >= KNEE or burst:
-        score = max(score, UNREMARKABLE)
-    return supported(score, decisive, lead, dominance)
+    return supported(unrefuted(squash(own / noise), own >= KNEE or burst), decisive, lead, dominance)
 
 
 def own_cause(ctx: ToolContext, hypothesis: Hypothesis) -> str | None:

@@ -198,6 +198,12 @@ UNREMARKABLE = round(DEFAULT_THRESHOLDS.anomaly_refutes + 0.01, 2)
 DOMINANCE = 1.5
 
 
+def unrefuted(score: float, uncleared: bool) -> float:
+    """`score`, kept just over the refutation line when the telemetry cannot clear the entity (it
+    moved past the knee, or the fault is one this telemetry cannot show): only quiet evidence refutes."""
+    return max(score, UNREMARKABLE) if uncleared else score
+
+
 def supported(score: float, decisive: bool, lead: float, dominance: float = DOMINANCE) -> float:
     """Keep a score below support unless the evidence is decisive (it rests on the entity's own
     reference) and the entity leads every other one by `dominance`."""

@@ -32,7 +32,7 @@ from rca.telemetry.model import SpanStatus, TimeWindow
 from rca.tools.base import ToolContext, ToolResult
 from rca.tools.counts import Comparison, Mode, fetch_compared, lead, robust_peer_z
 from rca.tools.faults import FaultKind
-from rca.tools.stats import UNREMARKABLE, squash, supported
+from rca.tools.stats import squash, supported, unrefuted
 
 CACHE_KEY = "traces.analysis"
 FRAME_KEY = "traces.frame"
@@ -366,12 +366,12 @@ class TracesTool:
         if p.inherited_from:
             parts.append(f"part explained by {p.inherited_from}")
         parts.append(f"own score {p.own:.1f} of {p.raw:.1f}")
-        score = analysis.score(entity)
-        if FaultKind(hypothesis.fault_kind) is FaultKind.ERRORS and not analysis.outcomes_recorded:
-            # Spans that never say how they ended cannot show errors: quiet spans do not clear the
-            # entity of a fault that only its answers or its logs would show.
+        # Spans that never say how they ended cannot show errors: quiet spans do not clear the entity
+        # of a fault that only its answers or its logs would show.
+        unseen = FaultKind(hypothesis.fault_kind) is FaultKind.ERRORS and not analysis.outcomes_recorded
+        if unseen:
             parts.append("the spans record no outcome, so errors are unseen")
-            score = max(score, UNREMARKABLE)
+        score = unrefuted(analysis.score(entity), unseen)
         return ToolResult(
             summary="; ".join(parts),
             signals={"anomaly_score": round(score, 4)},
