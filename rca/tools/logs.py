@@ -74,8 +74,10 @@ MIN_BROKEN_UNITS = 3
 # reference units holding A without B log C, and at most this share of those holding A and B do.
 REPLACE_SHARE = 0.5
 REPLACE_ALONGSIDE = 0.1
-# Where a pair's break is looked for: the observed units since these shares of the observed span.
+# Where a pair's break is looked for: the units since these shares of the observed span, and since
+# these shares of the reference span (when the reference precedes the observed period).
 LOOKS = (0.0, 1 / 3, 2 / 3)
+EARLY_LOOKS = (1 / 3, 2 / 3)
 # An entity compares with its own past only with at least this many reference lines.
 MIN_OWN_REFERENCE = 10
 BODY_CHARS = 200  # templates are mined on the head of a line: long payload tails are parameters
@@ -154,9 +156,9 @@ class PairStat:
 
     first: str  # template A
     then: str  # template B
-    units_reference: int  # reference units holding A
+    units_reference: int  # units holding A before the break began (the reference, at least its start)
     broken_reference: int  # ... without B
-    units_observed: int  # observed units holding A (own, not inherited)
+    units_observed: int  # own units (not inherited) holding A since the break began
     broken_observed: int  # ... without B
     z: float
 
@@ -367,6 +369,7 @@ class _Units:
     observed: pd.DataFrame
     traces: pd.Series  # observed unit -> trace id
     last: pd.Series  # observed unit -> time of its last step of progress (line or span start)
+    early: list[np.ndarray]  # per look in EARLY_LOOKS, the reference units before it
     pairs: np.ndarray  # (k, 2) template positions: A (first) is expected with B (second)
     replaces: np.ndarray  # (k, templates) bool: C stands in for B after A (another branch of the code)
 
@@ -425,11 +428,12 @@ def _replacements(rv: np.ndarray, pairs: np.ndarray) -> np.ndarray:
 
 
 def _units(
-    ref: pd.DataFrame, obs: pd.DataFrame, problems: Collection[str], errors: Collection[str]
+    ref: pd.DataFrame, obs: pd.DataFrame, problems: Collection[str], errors: Collection[str], before: bool
 ) -> _Units | None:
     """Expected pairs from the reference units and which observed units broke one (vectorised).
     `problems` are the WARN+ templates (one of them no longer logged is no fault), `errors` the
-    ERROR+ ones (a request that logged one failed)."""
+    ERROR+ ones (a request that logged one failed); `before`: the reference precedes the observed
+    period, so a break may have begun inside it (`EARLY_LOOKS`)."""
     ref, obs = ref.dropna(subset=["unit"]), obs.dropna(subset=["unit"])
     r = _presence(ref)
     if r.empty or obs.empty:
@@ -437,7 +441,28 @@ def _units(
     o = _presence(obs).reindex(columns=r.columns, fill_value=0)
     problem = np.asarray(r.columns.isin(list(problems)), dtype=bool)
     error = np.asarray(r.columns.isin(list(errors)), dtype=bool)
+    anchor = np.asarray(r.columns.str.startswith(SPAN_ANCHOR), dtype=bool)
+    times = _last_progress(ref, problems, r.index).to_numpy()
+    first, span = float(np.nanmin(times)), float(np.nanmax(times) - np.nanmin(times))
+    early = [times < first + share * span for share in EARLY_LOOKS] if before else []
     rv = r.to_numpy()
+    # Pairs the whole reference expects, then those only its earlier part does (a fault may have
+    # begun before the observed period, so the reference's end already breaks them).
+    found: dict[tuple[int, int], np.ndarray] = {}
+    for part in [np.ones(len(times), dtype=bool), *early]:
+        pairs, replaces = _expected(rv[part], problem, error, anchor)
+        for (a, b), stands_in in zip(map(tuple, pairs), replaces, strict=True):
+            found.setdefault((int(a), int(b)), stands_in)
+    pairs = np.array(sorted(found), dtype=np.int64).reshape(-1, 2)
+    replaces = np.array([found[(int(a), int(b))] for a, b in pairs], dtype=bool).reshape(-1, rv.shape[1])
+    traces = obs.drop_duplicates("unit").set_index("unit")["trace_id"].reindex(o.index)
+    return _Units(r, o, traces, _last_progress(obs, problems, o.index), early, pairs, replaces)
+
+
+def _expected(
+    rv: np.ndarray, problem: np.ndarray, error: np.ndarray, anchor: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(pairs, replacements) that reference units `rv` (units x templates, 0/1) expect."""
     together = rv.T @ rv  # A row, B column: reference units holding both
     # A reference unit that holds A, lacks B and logged an error failed before B: it shows where the
     # request broke, not that B is optional (a reference holding some failures still shows the path).
@@ -450,49 +475,57 @@ def _units(
     np.fill_diagonal(mask_, False)
     # A span start is only ever the first of a pair: a line whose span fell outside the fetched
     # periods (or was never recorded) has not lost anything.
-    mask_[:, np.asarray(r.columns.str.startswith(SPAN_ANCHOR), dtype=bool)] = False
+    mask_[:, anchor] = False
     mask_[:, problem] = False
     pairs = np.argwhere(mask_)
-    replaces = _replacements(r.to_numpy(), pairs)
+    replaces = _replacements(rv, pairs)
     # An error path taken instead of B is the failure itself, however often it was taken before.
     replaces[:, error] = False
-    traces = obs.drop_duplicates("unit").set_index("unit")["trace_id"].reindex(o.index)
-    # The last step of progress: a problem line the unit logs after a failed call (`call to pay
-    # failed`) reports the failure, it is not work the unit did before it.
-    progress = obs[~obs["template"].isin(list(problems))]
-    first = obs.groupby("unit")["time"].min()
-    last = progress.groupby("unit")["time"].max().reindex(first.index).fillna(first).reindex(o.index)
-    return _Units(r, o, traces, last, pairs, replaces)
+    return pairs, replaces
+
+
+def _last_progress(lines: pd.DataFrame, problems: Collection[str], index: pd.Index) -> pd.Series:
+    """Per unit, the time of its last step of progress: a problem line the unit logs after a failed
+    call (`call to pay failed`) reports the failure, it is not work the unit did before it."""
+    progress = lines[~lines["template"].isin(list(problems))]
+    first = lines.groupby("unit")["time"].min()
+    return progress.groupby("unit")["time"].max().reindex(first.index).fillna(first).reindex(index)
 
 
 def _pair_stats(units: _Units, own: pd.Series) -> list[PairStat]:
     """Expected pairs with their reference and own observed break counts, most broken first.
 
-    A fault may start after the observed period does (the onset hint is early, or the fault takes a
-    while to bite), so each pair is also tested at each later look in `LOOKS`: the units since the
-    look against the reference and the observed units before it (they are what the entity did before
-    the break began). The strongest look is kept, its surprise discounted for the number of looks
-    (Bonferroni); its counts are the ones reported.
+    The break is looked for where it may have begun, as a change-point split of the units in time:
+    - at the observed period's start, and at later `LOOKS` (the onset hint is early, or the fault
+      takes a while to bite): the units since the look against the reference and the observed units
+      before it (what the entity did before the break began);
+    - at the `EARLY_LOOKS` into the reference, when it precedes the observed period (the alert came
+      late, or the fault was already there): the reference units since the look and every observed
+      unit against the reference units before it.
+    The strongest look is kept, its surprise discounted for the number of looks (Bonferroni); its
+    counts are the ones reported.
     """
     keep = own.reindex(units.observed.index, fill_value=True).to_numpy()
     r, o = units.reference, units.observed[keep]
     if len(units.pairs) == 0 or o.empty:
         return []
     a_idx, b_idx = units.pairs[:, 0], units.pairs[:, 1]
-    n_ref, broken_ref = r.to_numpy()[:, a_idx].sum(axis=0), units.reference_breaks.sum(axis=0)
+    ref_holds, ref_breaks = r.to_numpy()[:, a_idx], units.reference_breaks
     holds, breaks = o.to_numpy()[:, a_idx], units.observed_breaks[keep]
     times = units.last.to_numpy()[keep]
     first, span = float(np.nanmin(times)), float(np.nanmax(times) - np.nanmin(times))
     best = np.full(len(a_idx), -np.inf)
     counts = np.zeros((4, len(a_idx)), np.int64)  # before: units, broken; since: units, broken
-    for look in LOOKS:
-        since = times >= first + look * span
+    # (reference units before the look, observed units before it)
+    looks = [(before, np.zeros(len(times), dtype=bool)) for before in units.early]
+    looks += [(np.ones(len(r), dtype=bool), times < first + share * span) for share in LOOKS]
+    for ref_before, obs_before in looks:
         look_counts = np.stack(
             [
-                n_ref + holds[~since].sum(axis=0),
-                broken_ref + breaks[~since].sum(axis=0),
-                holds[since].sum(axis=0),
-                breaks[since].sum(axis=0),
+                ref_holds[ref_before].sum(axis=0) + holds[obs_before].sum(axis=0),
+                ref_breaks[ref_before].sum(axis=0) + breaks[obs_before].sum(axis=0),
+                ref_holds[~ref_before].sum(axis=0) + holds[~obs_before].sum(axis=0),
+                ref_breaks[~ref_before].sum(axis=0) + breaks[~obs_before].sum(axis=0),
             ]
         )
         z = proportion_z(look_counts[1], look_counts[0], look_counts[3], look_counts[2])
@@ -500,7 +533,7 @@ def _pair_stats(units: _Units, own: pd.Series) -> list[PairStat]:
         better = z > best
         best = np.where(better, z, best)
         counts = np.where(better, look_counts, counts)
-    z = np.where(best > 0, norm.isf(np.minimum(0.5, norm.sf(best) * len(LOOKS))), best)
+    z = np.where(best > 0, norm.isf(np.minimum(0.5, norm.sf(best) * len(looks))), best)
     cols = r.columns
     stats = [
         PairStat(str(cols[a]), str(cols[b]), int(nr), int(br), int(no), int(bo), float(zz))
@@ -603,7 +636,7 @@ def analyse(ctx: ToolContext) -> LogAnalysis:
             span_ref, span_obs = cmp.split(spans, "time")
             ref, obs = pd.concat([ref, span_ref]), pd.concat([obs, span_obs])
         problems = {t.template for t in profiles[entity].templates if t.problem}
-        found = _units(ref, obs, problems, _error_templates(lines))
+        found = _units(ref, obs, problems, _error_templates(lines), cmp.mode is not Mode.LATER)
         if found is not None:
             units[entity] = found
     _own_pairs(ctx, profiles, units, observed)

@@ -413,3 +413,44 @@ def test_a_reference_that_already_holds_some_failures_still_shows_the_path_that_
     assert 0 < pair.broken_reference < pair.units_reference
     assert pair.broken_observed > 0.9 * pair.units_observed  # the observed period starts before onset
     assert pair.z >= 3.0
+
+
+def _cut_source(cut_from: float, start: float = ONSET - 300.0) -> FakeSource:
+    """`pay` stops reaching #34 from `cut_from` on; `user` keeps completing its pair throughout."""
+    records: list[LogRecord] = []
+    for i in range(240):
+        t = start + i * 5.0
+        pay = ["p.PayServiceImpl#31"] + ([] if t >= cut_from else ["p.PayServiceImpl#34"])
+        records += _request(t, "pay", f"p{i}", f"t{i:04d}", pay)
+        records += _request(t + 0.1, "user", f"u{i}", f"x{i:04d}", ["u.UserImpl#1", "u.UserImpl#2"])
+    return FakeSource(EDGES, records=records)
+
+
+def test_a_break_that_began_inside_the_reference_is_found_in_an_early_look() -> None:
+    """The alert came late: `pay` stopped reaching #34 100 s into a 180 s reference, so the whole
+    reference no longer expects the pair, but its first part does."""
+    ctx = context(_cut_source(cut_from=ONSET - 200.0), incident=PAIR_INCIDENT)
+    assert logs.analyse(ctx).comparison.mode is logs.Mode.PRE_ONSET
+    pay = logs.log_profile(ctx, "pay")
+    assert pay.broken is not None
+    assert ("#31" in pay.broken.first, "#34" in pay.broken.then) == (True, True)
+    # The counts are an early look's: the reference's first part, mostly complete, against every unit
+    # since, all broken (the reference's last ones included).
+    assert pay.broken.units_reference < 36
+    assert pay.broken.broken_reference < pay.broken.units_reference / 4
+    assert pay.broken.broken_observed == pay.broken.units_observed > 200
+    assert pay.pair_z > 7.0
+    scores = logs.entity_scores(ctx)
+    assert max(scores, key=lambda e: scores[e]) == "pay"
+    assert scores["user"] < 3.0
+
+
+def test_a_later_recording_is_never_split_into_an_early_look() -> None:
+    """Nothing precedes the incident, so the reference is a later recording; `pay` breaking in that
+    recording's second half is after the incident, not before it, and shows no break of the incident."""
+    src = _cut_source(cut_from=ONSET + 600.0, start=ONSET)
+    empty = TimeWindow(ONSET - 5_000.0, ONSET - 4_000.0)
+    ctx = context(src, incident=TimeWindow(ONSET, ONSET + 240.0), baseline=empty)
+    assert logs.analyse(ctx).comparison.mode is logs.Mode.LATER
+    assert logs.log_profile(ctx, "pay").broken is None
+    assert logs.entity_scores(ctx)["pay"] < 3.0
