@@ -45,6 +45,7 @@ from scipy.stats import norm
 from rca.core.evidence import Source
 from rca.core.hypotheses import Hypothesis
 from rca.core.redact import redact
+from rca.core.verdict import DEFAULT_THRESHOLDS
 from rca.telemetry.model import Severity, TimeWindow
 from rca.tools.base import ToolContext, ToolResult
 from rca.tools.counts import (
@@ -78,6 +79,9 @@ REPLACE_ALONGSIDE = 0.1
 # these shares of the reference span (when the reference precedes the observed period).
 LOOKS = (0.0, 1 / 3, 2 / 3)
 EARLY_LOOKS = (1 / 3, 2 / 3)
+# A pair break this significant after correcting for every pair tested (in sigmas) is a discovery, by
+# the convention physics uses for a signal found with a look-elsewhere correction.
+DISCOVERY_SIGMA = 5.0
 # An entity compares with its own past only with at least this many reference lines.
 MIN_OWN_REFERENCE = 10
 BODY_CHARS = 200  # templates are mined on the head of a line: long payload tails are parameters
@@ -233,6 +237,19 @@ class LogAnalysis:
     def lead(self, entity: str) -> float:
         """The entity's own score over the strongest other entity's (inf when none scored)."""
         return lead({e: p.own for e, p in self.profiles.items()}, entity)
+
+    @cached_property
+    def pairs_tested(self) -> int:
+        """Expected pairs tested for a break, over every entity."""
+        return sum(len(p.pairs) for p in self.profiles.values())
+
+    def pair_sigma(self, entity: str) -> float:
+        """The significance of the entity's strongest own pair break once corrected for every pair
+        tested in the investigation (the look-elsewhere effect; Bonferroni), in sigmas; 0 for none."""
+        prof = self.profiles.get(entity)
+        if prof is None or prof.pair_z <= 0:
+            return 0.0
+        return max(0.0, float(norm.isf(min(0.5, norm.sf(prof.pair_z) * max(1, self.pairs_tested)))))
 
 
 def _entities(ctx: ToolContext) -> list[str]:
@@ -696,11 +713,19 @@ def kind_hint(ctx: ToolContext, entity: str) -> FaultKind | None:
 def score(analysis: LogAnalysis, entity: str) -> float:
     """The anomaly score of the entity's own log signal, kept inconclusive when it is contested or
     rests on other entities rather than the entity's own past. Only logs that did not move refute, as
-    with metrics: a weak but real signal (own score past the knee) leaves the question open."""
+    with metrics: a weak but real signal (own score past the knee) leaves the question open.
+
+    A pair break significant at `DISCOVERY_SIGMA` after the look-elsewhere correction reaches the
+    support line whatever its raw z: the pair test is an exact count test, whose z is capped by the
+    square root of the units seen (13 of 13 requests broken against 0 of 46 gives 7.7 at most), not a
+    robust z of a noisy series, for which the shared knee and scale were set."""
     prof = analysis.profiles.get(entity)
     if prof is None:
         return 0.0
-    return supported(unrefuted(squash(prof.own), prof.own >= KNEE), prof.own_reference, analysis.lead(entity))
+    value = squash(prof.own)
+    if analysis.pair_sigma(entity) >= DISCOVERY_SIGMA:
+        value = max(value, DEFAULT_THRESHOLDS.anomaly_supports)
+    return supported(unrefuted(value, prof.own >= KNEE), prof.own_reference, analysis.lead(entity))
 
 
 class LogsTool:
@@ -728,7 +753,8 @@ class LogsTool:
             parts.append(
                 f"'{_short(pair.first)}' no longer followed by '{_short(pair.then)}' "
                 f"({pair.broken_observed}/{pair.units_observed} vs "
-                f"{pair.broken_reference}/{pair.units_reference} before)"
+                f"{pair.broken_reference}/{pair.units_reference} before; "
+                f"{analysis.pair_sigma(entity):.1f} sigma over {analysis.pairs_tested} pairs tested)"
             )
         new = prof.new_templates
         if new:
@@ -763,6 +789,7 @@ class LogsTool:
             "burst_z": round(prof.burst_z, 3),
             "shift_z": round(prof.shift_z, 3),
             "pair_z": round(prof.pair_z, 3),
+            "pair_sigma_corrected": round(analysis.pair_sigma(entity), 3),
             "inherited_units": prof.inherited_units,
             "raw_z": round(prof.raw, 3),
             "own_z": round(prof.own, 3),

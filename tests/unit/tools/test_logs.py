@@ -454,3 +454,35 @@ def test_a_later_recording_is_never_split_into_an_early_look() -> None:
     assert logs.analyse(ctx).comparison.mode is logs.Mode.LATER
     assert logs.log_profile(ctx, "pay").broken is None
     assert logs.entity_scores(ctx)["pay"] < 3.0
+
+
+def _analysis_with_break(pair_z: float, pairs_elsewhere: int) -> logs.LogAnalysis:
+    from rca.tools.counts import Comparison, Mode
+
+    cmp = Comparison(Mode.PRE_ONSET, TimeWindow(0.0, 600.0), TimeWindow(600.0, 900.0))
+    cut = logs.PairStat("INFO p.PayServiceImpl#31", "INFO p.PayServiceImpl#34", 46, 0, 13, 13, pair_z)
+    pay = logs.LogProfile("pay", Mode.PRE_ONSET, lines_reference=92, pairs=[cut], pair_z=pair_z, own=pair_z)
+    kept = logs.PairStat("INFO u.UserImpl#1", "INFO u.UserImpl#2", 40, 0, 40, 0, 0.0)
+    user = logs.LogProfile(
+        "user", Mode.PRE_ONSET, lines_reference=80, pairs=[kept] * pairs_elsewhere, own=1.0
+    )
+    return logs.LogAnalysis(cmp, {"pay": pay, "user": user})
+
+
+def test_a_pair_break_significant_after_the_look_elsewhere_correction_supports() -> None:
+    from rca.core.verdict import DEFAULT_THRESHOLDS
+
+    # 13 of 13 broken against 0 of 46: z about 7.3 however clear, below the shared knee-and-scale's
+    # support line; over 500 pairs tested it is still a 6.5-sigma discovery.
+    found = _analysis_with_break(7.3, pairs_elsewhere=500)
+    assert found.pairs_tested == 501
+    assert 6.0 < found.pair_sigma("pay") < 7.0
+    assert logs.score(found, "pay") >= DEFAULT_THRESHOLDS.anomaly_supports
+    # A z of 6.5 among 100,000 pairs tested is not: one of them might break that much by chance.
+    crowded = _analysis_with_break(6.5, pairs_elsewhere=100_000)
+    assert crowded.pair_sigma("pay") < logs.DISCOVERY_SIGMA
+    assert logs.score(crowded, "pay") < DEFAULT_THRESHOLDS.anomaly_supports
+    # A weaker break stays inconclusive, and an entity without one has no significance at all.
+    weak = _analysis_with_break(5.5, pairs_elsewhere=500)
+    assert DEFAULT_THRESHOLDS.anomaly_refutes < logs.score(weak, "pay") < DEFAULT_THRESHOLDS.anomaly_supports
+    assert weak.pair_sigma("user") == 0.0
