@@ -13,7 +13,10 @@ reference period (normal behaviour) with the observed period (see `rca.tools.cou
   of the unit, so a request that no longer logs its only statement (`queryByIds` started, `#53`
   never logged: the exception came first) is a broken pair too. A unit that logs, instead of B, an
   INFO statement that stood in for B before onset took the code's other branch (a workload mix
-  shift), and a vanished WARN+ line is no fault: neither breaks a pair;
+  shift), and a vanished WARN+ line is no fault: neither breaks a pair. The break is looked for
+  where it may have begun (after the observed period starts, or already inside a preceding
+  reference when the alert came late), and a break significant at 5 sigma once corrected for every
+  pair tested reaches the support line;
 - the WARN+ burst: problem lines, observed vs reference, against the entity's own volume;
 - the template shift: WARN+ templates that are new after onset or grow against the entity's volume
   (INFO templates come and go with the workload mix; a vanished code path shows as a broken pair).
