@@ -4,8 +4,10 @@ Each turn the policy picks one hypothesis to examine; the controller runs the ch
 the EvidenceCapturingTool decorator, labels the entity from what the evidence says (origin, symptom,
 healthy, deferred) and propagates that belief to the neighbours with damping: a symptom passes
 blame to the callees that explain it (adding hypotheses for them when they have none), an origin
-explains its callers. At every turn boundary and when the policy wants to finish, the core's gate
-decides whether the loop may stop.
+explains its callers. The frontier starts with the first `seeds` suspects; when every hypothesis on
+it has been examined and none is validated, the next suspects join while the budget lasts (a fault
+whose telemetry seeding undervalued is still reached). At every turn boundary and when the policy
+wants to finish, the core's gate decides whether the loop may stop.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass, field
 
 from rca.core.evidence import EvidenceSink, Verdict
 from rca.core.gate import GateBudget, LoopControl, control
-from rca.core.hypotheses import Hypothesis, HypothesisTree
+from rca.core.hypotheses import Conclusion, Hypothesis, HypothesisTree
 from rca.core.levels import DEFAULT_LEVELS, LevelSettings, backtrack, drill_target, level_of
 from rca.core.modes import Mode
 from rca.investigation.policy import LoopView, Policy
@@ -36,7 +38,7 @@ class LoopSettings:
     budget: GateBudget = field(default_factory=GateBudget)
     gate_mode: Mode = Mode.ACTIVE
     belief_propagation: bool = True
-    seeds: int = 5  # suspects that get a hypothesis before the loop starts
+    seeds: int = 5  # suspects that get a hypothesis at a time (the next ones once these are settled)
     damping: float = 0.5  # share of a symptom's priority passed to the callees that explain it
     levels: LevelSettings = DEFAULT_LEVELS  # when to drill down a level and when to backtrack
     refine: bool = True  # refine leaders into fault kinds and details (Graph of States)
@@ -105,10 +107,20 @@ class Controller:
         by_entity = {s.entity: s for s in suspects}
         hypotheses: dict[str, Hypothesis] = {}
         priority: dict[str, float] = {}
-        for rank, suspect in enumerate(s for s in suspects[: self.settings.seeds] if s.score > 0):
-            h = hypothesis_for(suspect, rank)
-            hypotheses[h.id] = h
-            priority[h.id] = suspect.score
+        waiting = [s for s in suspects if s.score > 0]  # in seed order, not yet given a hypothesis
+
+        def widen() -> bool:
+            """Give the next `seeds` suspects without a hypothesis one; whether any was added."""
+            taken = {h.entity for h in hypotheses.values()}
+            batch = [s for s in waiting if s.entity not in taken][: self.settings.seeds]
+            for suspect in batch:
+                waiting.remove(suspect)
+                h = hypothesis_for(suspect, len(hypotheses))
+                hypotheses[h.id] = h
+                priority[h.id] = suspect.score
+            return bool(batch)
+
+        widen()
         beliefs = dict.fromkeys(self.ctx.graph.names(), Belief.DEFERRED)
         visited: set[str] = set()
         focus: list[str] = []  # the hypotheses drilled into, service first
@@ -127,10 +139,10 @@ class Controller:
             )
             if ctl.stop:
                 break
-            frontier = sorted(
-                ((priority[i], h) for i, h in hypotheses.items() if i not in visited),
-                key=lambda item: (-item[0], item[1].id),
-            )
+            frontier = self._frontier(hypotheses, priority, visited)
+            # Every examined suspect cleared or left open and budget left: the next suspects join.
+            if not frontier and tree.conclusion is Conclusion.NO_CONFIDENT_ROOT_CAUSE and widen():
+                frontier = self._frontier(hypotheses, priority, visited)
             view = LoopView(tree, frontier, frozenset(visited), dict(beliefs), tuple(self.tools), turns)
             action = self.policy.choose(view)
             if action is None:
@@ -153,6 +165,16 @@ class Controller:
             if self.progress is not None:
                 self.progress(turns, captures[-1].evidence.tool if captures else "", len(hypotheses))
         return LoopOutcome(tree, ctl, wants_to_finish, turns, self.clock() - start, beliefs, priority, steps)
+
+    @staticmethod
+    def _frontier(
+        hypotheses: Mapping[str, Hypothesis], priority: Mapping[str, float], visited: set[str]
+    ) -> list[tuple[float, Hypothesis]]:
+        """The unvisited hypotheses, highest priority first."""
+        return sorted(
+            ((priority[i], h) for i, h in hypotheses.items() if i not in visited),
+            key=lambda item: (-item[0], item[1].id),
+        )
 
     def _refine(
         self,

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from rca.core.evidence import Source
+from rca.core.hypotheses import Hypothesis
 from rca.telemetry.model import Alert, DependencyGraph, Edge, Entity, Event, TimeWindow
 from rca.telemetry.recorded.source import ColumnSpec, RecordedSource, TableRecording
+from rca.tools.base import ToolContext, ToolResult
 
 T0 = 1_700_000_000.0
 STEP = 60.0
@@ -86,3 +90,18 @@ def build(
 def propagate_latency(path: Sequence[str], factor: float) -> dict[tuple[str, str], float]:
     """The same latency factor on every service of a call path (callers inherit a callee's delay)."""
     return {(s, "latency_p90"): factor for s in path}
+
+
+@dataclass
+class ScriptedTool:
+    """A tool whose answer is looked up by the examined hypothesis (a constructed evidence sequence)."""
+
+    name: str
+    source: Source
+    script: Callable[[Hypothesis], float | None]  # anomaly score, or None: no decisive signal
+
+    def run(self, ctx: ToolContext, hypothesis: Hypothesis) -> ToolResult:
+        score = self.script(hypothesis)
+        if score is None:
+            return ToolResult(summary=f"{self.name}: nothing to say about {hypothesis.id}")
+        return ToolResult(summary=f"{self.name}: {hypothesis.id}", signals={"anomaly_score": score})

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -16,11 +14,11 @@ from rca.investigation.engine import EngineConfig, investigate, windows
 from rca.investigation.policy import OfflinePolicy
 from rca.investigation.seed import Suspect
 from rca.telemetry.cases import RecordedCase, load_case, read_index
-from rca.tools.base import ToolContext, ToolResult
+from rca.tools.base import ToolContext
 from rca.tools.changes import ChangesTool
 from rca.tools.faults import FaultKind
 from rca.tools.metrics import MetricsTool
-from tests.unit.investigation.scenario import build, propagate_latency
+from tests.unit.investigation.scenario import ScriptedTool, build, propagate_latency
 
 CHAIN = [("frontend", "checkout"), ("checkout", "payment"), ("frontend", "catalog")]
 DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"
@@ -69,21 +67,6 @@ def test_without_a_clear_lead_the_loop_does_not_drill() -> None:
     assert all(h.parent_id is None for h in result.hypotheses)
     assert result.root_cause is not None
     assert result.root_cause.detail == ""
-
-
-@dataclass
-class ScriptedTool:
-    """A tool whose answer is looked up by the examined hypothesis (a constructed evidence sequence)."""
-
-    name: str
-    source: Source
-    script: Callable[[Hypothesis], float | None]  # anomaly score, or None: no decisive signal
-
-    def run(self, ctx: ToolContext, hypothesis: Hypothesis) -> ToolResult:
-        score = self.script(hypothesis)
-        if score is None:
-            return ToolResult(summary=f"{self.name}: nothing to say about {hypothesis.id}")
-        return ToolResult(summary=f"{self.name}: {hypothesis.id}", signals={"anomaly_score": score})
 
 
 def test_refuted_details_demote_their_kind_and_the_loop_backtracks_to_its_sibling() -> None:
