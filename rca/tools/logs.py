@@ -415,6 +415,12 @@ class _Units:
         """Observed unit -> whether it broke an expected pair."""
         return pd.Series(self.observed_breaks.any(axis=1), index=self.observed.index)
 
+    @cached_property
+    def pair_stats(self) -> list[PairStat]:
+        """`_pair_stats` over every observed unit (computed once: the marks and, when no unit is
+        inherited, the entity's own pairs read it)."""
+        return _pair_stats(self, pd.Series(True, index=self.observed.index))
+
 
 def _presence(lines: pd.DataFrame) -> pd.DataFrame:
     """Units x templates, 1 where the unit logged the template (sorted labels, as a crosstab gives, but
@@ -574,9 +580,8 @@ def _blame(entity: str, problems: pd.Series, names: Sequence[str]) -> tuple[dict
 
 def _significant_breaks(u: _Units) -> pd.Series:
     """Per observed unit: whether it broke a pair that breaks clearly more often than before onset."""
-    stats = _pair_stats(u, pd.Series(True, index=u.observed.index))
     cols = u.reference.columns
-    significant = {(s.first, s.then) for s in stats if s.z >= KNEE}
+    significant = {(s.first, s.then) for s in u.pair_stats if s.z >= KNEE}
     chosen = np.array([(str(cols[a]), str(cols[b])) in significant for a, b in u.pairs], dtype=bool)
     return pd.Series(u.observed_breaks[:, chosen].any(axis=1), index=u.observed.index)
 
@@ -692,7 +697,7 @@ def _own_pairs(
         inherited = u.broken & (u.traces.map(latest) >= u.last)
         prof = profiles[entity]
         prof.inherited_units = int(inherited.sum())
-        prof.pairs = _pair_stats(u, ~inherited)
+        prof.pairs = _pair_stats(u, ~inherited) if inherited.any() else u.pair_stats
         prof.pair_z = max(0.0, prof.pairs[0].z) if prof.pairs else 0.0
 
 
