@@ -27,8 +27,8 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from rca.actions.diffs import FileDiff, PatchError, modification, unified
-from rca.actions.github import GitHubRepo
 from rca.actions.revert import NoPatch
+from rca.integrations.github.repository import GitHubRepo
 
 # Doubling is one clear, reviewable step: a saturated container was at its limit, so a small raise
 # (say 20%) may saturate again at once, while more than double commits capacity the evidence does not

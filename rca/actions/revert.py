@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from rca.actions.diffs import FileDiff, FileStatus, PatchError, parse_hunks, unified
-from rca.actions.github import ActionError, GitHubRepo
-from rca.telemetry.live.parsing import as_dict, as_list, as_str, opt_str, to_rfc3339
+from rca.actions.errors import ActionError
+from rca.integrations.github.repository import GitHubRepo
+from rca.integrations.parsing import as_dict, as_list, as_str, opt_str, to_rfc3339
 
 _STATUSES: dict[str, FileStatus] = {"modified": "modified", "added": "added", "removed": "removed"}
 
