@@ -12,15 +12,18 @@ from pathlib import Path
 
 import pandas as pd
 
-from rca.telemetry.recorded import changerca, nezha, petshop, rcd
-from rca.telemetry.recorded.loading import (
+from rca.telemetry.recorded import (
     AlertHint,
     CaseFileError,
     CaseRef,
     RecordedCase,
     case_files,
+    changerca,
     expand_files,
+    nezha,
     parse_alert_hint,
+    petshop,
+    rcd,
     reading,
     time_span,
 )

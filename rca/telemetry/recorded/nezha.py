@@ -36,15 +36,8 @@ import numpy as np
 import pandas as pd
 
 from rca.telemetry.model import Alert, DependencyGraph, Severity, SpanKind, SpanStatus, TimeWindow
+from rca.telemetry.recorded import CaseRef, RecordedCase, case_files, parse_alert_hint, reading, time_span
 from rca.telemetry.recorded.alerting import Direction, Signal, detect_alert
-from rca.telemetry.recorded.loading import (
-    CaseRef,
-    RecordedCase,
-    case_files,
-    parse_alert_hint,
-    reading,
-    time_span,
-)
 from rca.telemetry.recorded.source import (
     LOG_COLUMNS,
     SPAN_COLUMNS,
