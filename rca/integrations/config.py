@@ -35,27 +35,20 @@ class BackendConfig:
     headers: ClassVar[Mapping[str, str]] = {}  # sent with every request (API versions, media types)
 
     @classmethod
-    def url_env(cls) -> str:
-        """`<NAME>_URL`: where the system is; unset, it is off."""
-        return f"{cls.name.upper()}_URL"
-
-    @classmethod
-    def token_env(cls) -> str:
-        """`<NAME>_TOKEN`: a bearer token."""
-        return f"{cls.name.upper()}_TOKEN"
-
-    @classmethod
     def env_names(cls) -> tuple[str, ...]:
-        """The environment variables this system reads."""
-        return (cls.url_env(), cls.token_env())
+        """The environment variables this system reads: `<NAME>_URL` (unset: off) and `<NAME>_TOKEN` (a
+        bearer token) first, then any a subclass adds."""
+        prefix = cls.name.upper()
+        return (f"{prefix}_URL", f"{prefix}_TOKEN")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Self | None:
         """The system's configuration from `<NAME>_URL` and `<NAME>_TOKEN`; None when the URL is unset."""
-        url = env.url(environ, cls.url_env(), None, ("http", "https"))
+        url_name, token_name = cls.env_names()[:2]
+        url = env.url(environ, url_name, None, ("http", "https"))
         if url is None:
             return None
-        return cls(url=url, token=env.text(environ, cls.token_env()))
+        return cls(url=url, token=env.text(environ, token_name))
 
     @classmethod
     def own_fields(cls) -> frozenset[str]:
