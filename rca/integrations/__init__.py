@@ -5,5 +5,6 @@ protocol its user relies on (`protocols.py`).
 - `parsing.py`, `otel.py`: pure helpers for reading API answers and mapping them onto the telemetry model.
 - `registry.py`: the list of systems, declared once; configuration and the live source read it.
 
-Integrations depend on nothing of Rootline's but the safety core and the telemetry model they produce.
+Of Rootline's own code, integrations may import only the safety core, the environment readers (`rca.env`)
+and the telemetry model their connectors produce (an import-linter contract in pyproject.toml).
 """
