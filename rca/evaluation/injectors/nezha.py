@@ -294,20 +294,28 @@ class NezhaInjector:
         log_t = logs["TimeUnixNano"].astype(np.int64) / 1e9
         logs = logs[(log_t >= end - MINUTE + tick) & (log_t < end + tick)]
         traces = sorted(spans["TraceID"].unique())
-        by_trace = dict(tuple(spans.groupby("TraceID")))
-        logs_by_trace = dict(tuple(logs[logs["TraceID"].isin(traces)].groupby("TraceID")))
+        span_rows = {t: np.flatnonzero(spans["TraceID"].to_numpy() == t) for t in traces}
+        log_ids = logs["TraceID"].to_numpy()
+        log_rows = {t: np.flatnonzero(log_ids == t) for t in traces}
         loose = logs[~logs["TraceID"].isin(traces)]
         span_parts, log_parts = [], []
         for k, minute_end in enumerate(minutes):
             move = minute_end - end
             picks: list[int] = d.rng.integers(len(traces), size=len(traces)).tolist() if traces else []
-            for j, i in enumerate(picks):
-                tag = f"{k:x}{j:05x}"
-                span_parts.append(_moved_spans(by_trace[traces[int(i)]], move, tag))
-                if traces[int(i)] in logs_by_trace:
-                    log_parts.append(_moved_logs(logs_by_trace[traces[int(i)]], move, tag))
-            log_parts.append(_moved_logs(loose, move, ""))
-        spans_out = pd.concat(span_parts, ignore_index=True) if span_parts else spans.iloc[:0]
+            tags = [f"{k:x}{j:05x}" for j in range(len(picks))]
+            chosen = [traces[i] for i in picks]
+            rows = np.concatenate([span_rows[t] for t in chosen]) if chosen else np.array([], dtype=int)
+            span_tags = np.concatenate(
+                [[tag] * len(span_rows[t]) for t, tag in zip(chosen, tags, strict=True)]
+            )
+            span_parts.append(_moved_spans(spans.iloc[rows], move, span_tags))
+            lrows = [log_rows[t] for t in chosen]
+            ltags: list[str] = [tag for r, tag in zip(lrows, tags, strict=True) for _ in range(len(r))]
+            log_parts.append(
+                _moved_logs(logs.iloc[np.concatenate(lrows)] if lrows else logs.iloc[:0], move, ltags)
+            )
+            log_parts.append(_moved_logs(loose, move, np.full(len(loose), "", dtype=object)))
+        spans_out = pd.concat(span_parts, ignore_index=True)
         logs_out = pd.concat(log_parts, ignore_index=True)
         spans_out["entity"] = spans_out["PodName"].map(service_of)
         logs_out["entity"] = logs_out["PodName"].map(service_of)
@@ -555,31 +563,33 @@ def _local_clock(line: str, stamp: str, at: float) -> str:
     return (when + timedelta(hours=offset)).strftime("%H:%M:%S.%f")[:-3]
 
 
-def _moved_spans(spans: pd.DataFrame, move: float, tag: str) -> pd.DataFrame:
-    """A copy of one trace's spans moved by `move` seconds, every id suffixed with `tag`."""
+def _moved_spans(spans: pd.DataFrame, move: float, tags: np.ndarray) -> pd.DataFrame:
+    """Span rows moved by `move` seconds, each row's ids suffixed with its copy's tag."""
     out = spans.copy()
     shift = int(move * 1e9)
     out["StartTimeUnixNano"] = out["StartTimeUnixNano"].astype(np.int64) + shift
     out["EndTimeUnixNano"] = out["EndTimeUnixNano"].astype(np.int64) + shift
+    tag = pd.Series(tags, index=out.index, dtype=object).astype(str)
     out["TraceID"] = out["TraceID"] + tag
     out["SpanID"] = out["SpanID"] + tag
     out["ParentID"] = out["ParentID"].where(out["ParentID"] == "root", out["ParentID"] + tag)
     return out
 
 
-def _moved_logs(logs: pd.DataFrame, move: float, tag: str) -> pd.DataFrame:
-    """A copy of log rows moved by `move` seconds; their trace and span ids (columns and the ids the
-    line itself prints) suffixed with `tag`."""
+def _moved_logs(logs: pd.DataFrame, move: float, tags: np.ndarray | list[str]) -> pd.DataFrame:
+    """Log rows moved by `move` seconds; their trace and span ids (columns and the ids the line
+    itself prints) suffixed with each row's tag ("" for rows of no copied trace)."""
     out = logs.copy()
     out["TimeUnixNano"] = out["TimeUnixNano"].astype(np.int64) + int(move * 1e9)
     out["Timestamp"] = pd.to_datetime(out["TimeUnixNano"], unit="ns", utc=True).dt.strftime(
         "%Y-%m-%dT%H:%M:%S.%fZ"
     )
-    if tag:
-        for col in ("TraceID", "SpanID"):
-            out[col] = out[col].where(out[col].isna(), out[col] + tag)
+    tag = pd.Series(list(tags), index=out.index, dtype=object).astype(str)
+    for col in ("TraceID", "SpanID"):
+        out[col] = out[col].where(out[col].isna(), out[col] + tag)
     out["Log"] = [
-        _move_line(raw, move, stamp, tag) for raw, stamp in zip(out["Log"], out["Timestamp"], strict=True)
+        _move_line(raw, move, stamp, t)
+        for raw, stamp, t in zip(out["Log"], out["Timestamp"], tag, strict=True)
     ]
     return out
 
