@@ -19,6 +19,8 @@ The physics every injector applies (see docs/evaluation.md for each system's fil
 - `memory`: the entity's memory grows linearly from onset (a leak): a trend, not a level shift.
 - `pod_failure`: the entity's telemetry stops at onset (rows, spans and logs missing) and the callers on
   the path fail the requests they send it.
+- `bad_deploy`: where the dataset carries change records, the entity is rolled out (with healthy
+  releases alongside) and its new version fails a share of the requests it serves.
 - `overload`: the request rate of a shared downstream resource (an entity with two callers or more)
   multiplies; what exceeds its capacity is throttled (fails) and the rest waits, and every caller of it
   suffers together.
@@ -79,6 +81,7 @@ class Kind(StrEnum):
     MEMORY = "memory"
     POD_FAILURE = "pod_failure"
     OVERLOAD = "overload"
+    BAD_DEPLOY = "bad_deploy"
 
 
 # Magnitude ranges, drawn uniformly. Origins:
@@ -96,6 +99,7 @@ MAGNITUDES: Mapping[Kind, tuple[float, float]] = MappingProxyType(
         Kind.MEMORY: (0.5, 2.0),  # growth as a share of the normal footprint
         Kind.POD_FAILURE: (1.0, 1.0),  # all of it
         Kind.OVERLOAD: (3.0, 10.0),  # request-rate multiplier
+        Kind.BAD_DEPLOY: (0.1, 0.5),  # failing share of the new version's requests (as errors)
     }
 )
 # Per-sample jitter of an injected effect (relative standard deviation): an effect is never a flat

@@ -7,6 +7,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from rca.evaluation.inject import Injector
+from rca.evaluation.injectors.changerca import ChangeRcaInjector
 from rca.evaluation.injectors.nezha import NezhaInjector
 from rca.evaluation.injectors.petshop import PetShopInjector
 from rca.evaluation.injectors.rcd import RcdInjector
@@ -14,6 +15,7 @@ from rca.evaluation.injectors.rcd import RcdInjector
 # system name (as in synthetic case ids) -> the injector for a data folder
 INJECTORS: Mapping[str, Callable[[Path], Injector]] = MappingProxyType(
     {
+        "changerca": ChangeRcaInjector,
         "petshop": PetShopInjector,
         "rcd": RcdInjector,
         "nezha-tt": lambda data: NezhaInjector(data, "TrainTicket"),

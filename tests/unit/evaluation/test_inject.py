@@ -35,6 +35,7 @@ DATA = REPO.parent / "shared" / "data"
 needs_data = pytest.mark.skipif(not (DATA / "cases_index.csv").is_file(), reason=f"no public data at {DATA}")
 # Kinds per system kept small here (a TrainTicket case takes seconds to write); the gate runs them all.
 SAMPLE = {
+    "changerca": (Kind.BAD_DEPLOY,),
     "petshop": (Kind.LATENCY, Kind.ERRORS, Kind.OVERLOAD),
     "rcd": (Kind.CPU, Kind.MEMORY, Kind.LATENCY),
     "nezha-ob": (Kind.LATENCY, Kind.POD_FAILURE),
