@@ -161,6 +161,8 @@ class ChangeRcaInjector:
         if fired is None:
             return None
         detected = float(np.ceil(fired.fired_at / STEP) * STEP) + STEP  # `for: 1m`, on whole minutes
+        if detected >= end:  # the recording ends before the alert would fire: no incident in it
+            return None
         before = [p for svc_pods in pods.values() for p in svc_pods]
         (case_out / f"{case_out.name}.json").write_text(
             json.dumps(
