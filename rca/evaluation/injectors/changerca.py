@@ -41,7 +41,7 @@ from rca.telemetry.cases import read_index
 from rca.telemetry.model import TimeWindow
 from rca.telemetry.recorded.alerting import Direction, Signal
 from rca.telemetry.recorded.changerca import FRONT_END, STEP, _read_dependency, read_record, releases
-from rca.telemetry.recorded.source import parse_go_times
+from rca.telemetry.recorded.changerca import _read_table as _read
 
 BASELINE_ROWS = 8  # minutes before the first synthetic release (the loader's baseline)
 MAX_COMPANIONS = 4  # healthy releases alongside the defective one (ChangeRCA rolls out 1 to 6)
@@ -191,14 +191,6 @@ class ChangeRcaInjector:
         )
         row["root_cause_detail"] = f"defective release among: {','.join(sorted([fault.entity, *companions]))}"
         return Written(row, path)
-
-
-@cache
-def _read(path: str) -> pd.DataFrame:
-    frame = pd.read_csv(path)
-    col = "Time" if "Time" in frame.columns else "time"
-    frame.index = pd.Index(parse_go_times(frame[col]))
-    return frame
 
 
 def _window(frame: pd.DataFrame, start: float, end: float) -> pd.DataFrame:
