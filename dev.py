@@ -24,7 +24,15 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 VAR = ROOT / "var"
 PY = VENV / "bin" / "python"
-APT_PACKAGES = {"postgresql": "pg_ctlcluster", "redis-server": "redis-server", "chromium": "chromium"}
+# Debian package -> a binary it installs. Prometheus (2.42, with promtool) and Alertmanager (0.25) are
+# started by the test suite itself on free ports (tests/live/conftest.py), never as system services.
+APT_PACKAGES = {
+    "postgresql": "pg_ctlcluster",
+    "redis-server": "redis-server",
+    "chromium": "chromium",
+    "prometheus": "promtool",
+    "prometheus-alertmanager": "prometheus-alertmanager",
+}
 
 
 def say(msg: str) -> None:
@@ -92,7 +100,7 @@ def apt_install(packages: list[str]) -> None:
 
 
 def ensure_system_services(need_chromium: bool) -> None:
-    """PostgreSQL and Redis running on 127.0.0.1 (and Chromium installed) for the test suite."""
+    """PostgreSQL and Redis running on 127.0.0.1 (Chromium, Prometheus, Alertmanager installed) for the tests."""
     missing = [pkg for pkg, binary in APT_PACKAGES.items() if not shutil.which(binary)]
     if not need_chromium and "chromium" in missing:
         missing.remove("chromium")
