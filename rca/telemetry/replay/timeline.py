@@ -1,0 +1,124 @@
+"""Where a recorded case lands in time when it is replayed as a live cluster, and the rule timing.
+
+The replayed present `now` is the moment the replay is written. The case is shifted so that its alert
+time (the onset hint the case's loader gives, never an injection label) lies `lead` before `now`; points
+later than `now` are dropped, so the backfilled blocks are older than anything Prometheus's head will hold
+(the rule manager writes `ALERTS` at wall-clock time into the head; a block overlapping the head's range
+would have to be merged by vertical compaction). A separate normal recording (RCD `normal.csv`, PetShop
+`noissue/`) is placed to end where the case recording begins, as the history a live cluster keeps.
+
+Prometheus starts on the backfilled data a little after `now`; nothing arrives after `now`, so the rules
+read the latest value within the lookback delta, as an instant selector reads a gauge's latest sample
+(`last_over_time` over the signal). The windows:
+
+- scrape step `step`: the case's median metric interval in whole seconds (1 s RCD, 60 s Nezha and
+  ChangeRCA, 300 s PetShop); every series is written on the grid `now - k * step`, as a scrape gives.
+- rate window `window` = Grafana's `$__rate_interval` for a rule evaluated every 15 s: the larger of
+  the evaluation interval plus one scrape interval and four scrape intervals (16 s for 1 s data, 4 m
+  for 1 m data).
+- `SLACK` (2 min): `for: 1m` + one 15 s evaluation + up to 45 s from writing the replay to Prometheus's
+  first rule evaluation (backfill and start-up).
+- onset lead `lead` = `window` + `SLACK`: the latest rate window lies after the onset, and the case's
+  anomalous stretch is a few minutes long when the alert fires.
+- baseline: the hour ending `lead` + `SLACK` ago (it ends at the onset at the last pending evaluation),
+  evaluated every `max(step, 15 s)`.
+- `--query.lookback-delta`: Prometheus's default 5 m, or two scrape intervals when those are longer (a
+  gauge sampled every 5 m would otherwise vanish between its samples); the rules' latest-value window is
+  the same.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from rca.telemetry.model import FloatArray, TimeWindow
+
+SLACK = 120.0
+RULE_FOR = 60.0  # the issue's `for: 1m`
+EVALUATION_INTERVAL = 15.0  # Prometheus's example configuration (documentation/examples/prometheus.yml)
+SAMPLES_PER_WINDOW = 4
+BASELINE_SPAN = 3600.0
+DEFAULT_LOOKBACK = 300.0  # Prometheus's --query.lookback-delta default (staleness)
+DEFAULT_RETENTION_DAYS = 15  # Prometheus's --storage.tsdb.retention.time default
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """The replayed present, the shift applied to the case recording and the windows derived from them."""
+
+    now: float
+    onset: float  # the shifted alert time
+    shift: float  # added to every time of the case recording
+    step: float
+
+    @classmethod
+    def place(cls, now: float, alert_time: float, step: float) -> Timeline:
+        """Shift a case whose alert fired at `alert_time` so that it lies `lead` before `now`."""
+        if not (math.isfinite(step) and step > 0):
+            raise ValueError(f"scrape step must be a positive number of seconds, not {step}")
+        now = float(math.floor(now))
+        lead = rate_window(step) + SLACK
+        return cls(now=now, onset=now - lead, shift=now - lead - alert_time, step=step)
+
+    @property
+    def window(self) -> float:
+        """Range of `rate()` in the rules (seconds)."""
+        return rate_window(self.step)
+
+    @property
+    def lead(self) -> float:
+        """How long before `now` the onset lies."""
+        return self.now - self.onset
+
+    @property
+    def baseline_offset(self) -> float:
+        """How long ago the rules' baseline hour ends."""
+        return self.lead + SLACK
+
+    @property
+    def resolution(self) -> float:
+        """Step of the rules' subqueries."""
+        return max(self.step, EVALUATION_INTERVAL)
+
+    @property
+    def lookback_delta(self) -> float:
+        """`--query.lookback-delta` for this replay, and the rules' latest-value window."""
+        return max(DEFAULT_LOOKBACK, 2 * self.step)
+
+    def snap(self, times: FloatArray, step: float | None = None) -> FloatArray:
+        """Times moved up to the scrape grid `now - k * step`."""
+        grid = step or self.step
+        t = np.asarray(times, dtype=np.float64)
+        return np.asarray(self.now + np.ceil((t - self.now) / grid - 1e-9) * grid, dtype=np.float64)
+
+    def place_before(self, recording: TimeWindow, case: TimeWindow) -> float:
+        """The shift for a separate normal recording: it ends where the case recording begins."""
+        if recording.overlaps(case):
+            return self.shift
+        return case.start + self.shift - recording.end
+
+    def retention_days(self, earliest: float) -> int:
+        """`--storage.tsdb.retention.time` (days) that keeps a sample from `earliest` (shifted time)."""
+        needed = math.ceil((self.now - earliest) / 86400.0) + 1
+        return max(DEFAULT_RETENTION_DAYS, needed)
+
+
+def rate_window(step: float) -> float:
+    """Grafana's `$__rate_interval` for a scrape interval `step` and the rules' evaluation interval."""
+    return max(EVALUATION_INTERVAL + step, SAMPLES_PER_WINDOW * step)
+
+
+def duration_text(seconds: float) -> str:
+    """A Prometheus duration (`2m4s`, `6m`, `1h`) for a whole number of seconds."""
+    left = round(seconds)
+    if left <= 0:
+        return "0s"
+    parts = []
+    for unit, size in (("h", 3600), ("m", 60), ("s", 1)):
+        if left >= size:
+            parts.append(f"{left // size}{unit}")
+            left %= size
+    return "".join(parts)
