@@ -100,7 +100,7 @@ def apt_install(packages: list[str]) -> None:
 
 
 def ensure_system_services(need_chromium: bool) -> None:
-    """PostgreSQL and Redis running on 127.0.0.1 (Chromium, Prometheus, Alertmanager installed) for the tests."""
+    """PostgreSQL and Redis running on 127.0.0.1, Chromium, Prometheus and Alertmanager installed (tests)."""
     missing = [pkg for pkg, binary in APT_PACKAGES.items() if not shutil.which(binary)]
     if not need_chromium and "chromium" in missing:
         missing.remove("chromium")

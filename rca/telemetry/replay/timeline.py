@@ -18,8 +18,9 @@ read the latest value within the lookback delta, as an instant selector reads a 
   for 1 m data).
 - `SLACK` (2 min): `for: 1m` + one 15 s evaluation + up to 45 s from writing the replay to Prometheus's
   first rule evaluation (backfill and start-up).
-- onset lead `lead` = `window` + `SLACK`: the latest rate window lies after the onset, and the case's
-  anomalous stretch is a few minutes long when the alert fires.
+- onset lead `lead` = `window`, at least `SLACK`: the latest rate window lies after the onset (a longer
+  lead would let a fault of a few minutes end before `now`, and the rule see only its aftermath), and the
+  replay holds a few minutes of the incident when the alert fires.
 - baseline: the hour ending `lead` + `SLACK` ago (it ends at the onset at the last pending evaluation),
   evaluated every `max(step, 15 s)`.
 - `--query.lookback-delta`: Prometheus's default 5 m, or two scrape intervals when those are longer (a
@@ -60,7 +61,7 @@ class Timeline:
         if not (math.isfinite(step) and step > 0):
             raise ValueError(f"scrape step must be a positive number of seconds, not {step}")
         now = float(math.floor(now))
-        lead = rate_window(step) + SLACK
+        lead = max(rate_window(step), SLACK)
         return cls(now=now, onset=now - lead, shift=now - lead - alert_time, step=step)
 
     @property

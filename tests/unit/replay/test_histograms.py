@@ -84,7 +84,8 @@ def test_nothing_to_build_from_is_an_error() -> None:
 
 
 def test_convention_bounds() -> None:
-    assert HTTP_DURATION_BOUNDS[0] == 0.005 and HTTP_DURATION_BOUNDS[-1] == 10.0
+    assert HTTP_DURATION_BOUNDS[0] == 0.005
+    assert HTTP_DURATION_BOUNDS[-1] == 10.0
     assert len(COLLECTOR_BOUNDS_MS) == len(COLLECTOR_BOUNDS_SECONDS) == 16
     assert COLLECTOR_BOUNDS_SECONDS[10] == 1.0
 
@@ -96,7 +97,9 @@ LEVELS = [(0.5,), (0.5, 0.9), (0.5, 0.9, 0.99), (0.9, 0.95, 0.99), (0.5, 0.9, 0.
 def test_any_recorded_quantiles_survive_a_fine_histogram(data: st.DataObject) -> None:
     levels = data.draw(st.sampled_from(LEVELS))
     values = sorted(
-        data.draw(st.lists(st.floats(min_value=0.001, max_value=4.0), min_size=len(levels), max_size=len(levels)))
+        data.draw(
+            st.lists(st.floats(min_value=0.001, max_value=4.0), min_size=len(levels), max_size=len(levels))
+        )
     )
     quantiles = {p: np.array([v]) for p, v in zip(levels, values, strict=True)}
     shares, mean = bucket_shares(FINE, quantiles)

@@ -4,33 +4,23 @@ checked against prometheus_client's (strict) OpenMetrics parser."""
 from __future__ import annotations
 
 import io
-import re
 
 import numpy as np
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from rca.telemetry.replay.openmetrics import Exposition, Family, Kind, float_text
+from tests.unit.replay.omtext import values, written
 
 COUNTER = Family("demo_work_seconds", Kind.COUNTER, "Work done.", "seconds")
 GAUGE = Family("demo_level_bytes", Kind.GAUGE, "A level.", "bytes")
 HISTOGRAM = Family("demo_duration_seconds", Kind.HISTOGRAM, "Durations.", "seconds", (0.1, 1.0))
 
 
-def text(expo: Exposition, **kwargs: float) -> str:
+def text(expo: Exposition) -> str:
     buf = io.StringIO()
-    expo.write(buf, **kwargs)
+    expo.write(buf)
     return buf.getvalue()
-
-
-def samples(body: str, name: str) -> list[tuple[dict[str, str], float, float]]:
-    out = []
-    for line in body.splitlines():
-        m = re.match(rf"^{name}\{{(.*)\}} (\S+) (\S+)$", line)
-        if m:
-            labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(1)))
-            out.append((labels, float(m.group(2)), float(m.group(3))))
-    return out
 
 
 def test_counter_increments_accumulate_in_time_order_and_sources_add_up() -> None:
@@ -38,7 +28,7 @@ def test_counter_increments_accumulate_in_time_order_and_sources_add_up() -> Non
     expo.add(COUNTER, {"pod": "a"}, np.array([20.0, 10.0, 30.0]), np.array([2.0, 1.0, 3.0]))
     expo.add(COUNTER, {"pod": "a"}, np.array([20.0]), np.array([10.0]))  # a second source, same series
     body = text(expo)
-    assert [(v, t) for _, v, t in samples(body, "demo_work_seconds_total")] == [
+    assert [(s.value, s.time) for s in written(expo) if s.name == "demo_work_seconds_total"] == [
         (1.0, 10.0),
         (13.0, 20.0),
         (16.0, 30.0),
@@ -50,31 +40,32 @@ def test_counter_increments_accumulate_in_time_order_and_sources_add_up() -> Non
 def test_negative_and_missing_increments_never_make_a_counter_go_down() -> None:
     expo = Exposition()
     expo.add(COUNTER, {}, np.array([1.0, 2.0, 3.0, 4.0]), np.array([5.0, -3.0, np.nan, 1.0]))
-    values = [v for _, v, _ in samples(text(expo).replace("_total ", "_total{} "), "demo_work_seconds_total")]
-    assert values == [5.0, 5.0, 6.0]
+    assert values(written(expo), "demo_work_seconds_total") == [5.0, 5.0, 6.0]
 
 
 def test_gauge_keeps_the_last_value_given_for_a_time_and_skips_gaps() -> None:
     expo = Exposition()
     expo.add(GAUGE, {"pod": "a"}, np.array([1.0, 2.0, 2.0, 3.0]), np.array([4.0, 5.0, 6.0, np.nan]))
-    assert [(v, t) for _, v, t in samples(text(expo), "demo_level_bytes")] == [(4.0, 1.0), (6.0, 2.0)]
+    assert [(s.value, s.time) for s in written(expo)] == [(4.0, 1.0), (6.0, 2.0)]
 
 
 def test_histogram_points_are_cumulative_whole_counts_ending_at_inf() -> None:
     expo = Exposition()
     # per interval: 0.4 and 0.6 requests below 0.1 s, 1 between 0.1 and 1 s, 0.5 above 1 s
     increments = np.array([[0.4, 1.0, 0.5], [0.6, 1.0, 0.5]])
-    expo.add_histogram(HISTOGRAM, {"service_name": "s"}, np.array([10.0, 20.0]), increments, np.array([1.0, 2.0]))
+    expo.add_histogram(
+        HISTOGRAM, {"service_name": "s"}, np.array([10.0, 20.0]), increments, np.array([1.0, 2.0])
+    )
     body = text(expo)
-    at = {t: {} for t in (10.0, 20.0)}
-    for labels, value, t in samples(body, "demo_duration_seconds_bucket"):
-        at[t][labels["le"]] = value
+    parsed = written(expo)
+    at: dict[float, dict[str, float]] = {10.0: {}, 20.0: {}}
+    for s in parsed:
+        if s.name == "demo_duration_seconds_bucket":
+            at[s.time][s.labels["le"]] = s.value
     assert at[10.0] == {"0.1": 0.0, "1.0": 1.0, "+Inf": 2.0}  # 0.4 -> 0, 1.4 -> 1, 1.9 -> 2
     assert at[20.0] == {"0.1": 1.0, "1.0": 3.0, "+Inf": 4.0}  # fractions carried over: 1.0, 3.4, 4.0
-    counts = [v for _, v, _ in samples(body, "demo_duration_seconds_count")]
-    sums = [v for _, v, _ in samples(body, "demo_duration_seconds_sum")]
-    assert counts == [2.0, 4.0]
-    assert sums == [1.0, 3.0]
+    assert values(parsed, "demo_duration_seconds_count") == [2.0, 4.0]
+    assert values(parsed, "demo_duration_seconds_sum") == [1.0, 3.0]
     # every MetricPoint, taken alone, satisfies the strict parser (whole counts, +Inf, count = +Inf)
     header, points = body.split("\n", 3)[:3], body.splitlines()[3:-1]
     for stamp in ("10.000", "20.000"):
@@ -86,10 +77,7 @@ def test_histogram_points_are_cumulative_whole_counts_ending_at_inf() -> None:
 def test_write_cuts_points_after_not_after_once_counters_are_accumulated() -> None:
     expo = Exposition()
     expo.add(COUNTER, {"pod": "a"}, np.array([10.0, 20.0, 30.0]), np.array([1.0, 1.0, 1.0]))
-    assert [(v, t) for _, v, t in samples(text(expo, not_after=20.0), "demo_work_seconds_total")] == [
-        (1.0, 10.0),
-        (2.0, 20.0),
-    ]
+    assert [(s.value, s.time) for s in written(expo, not_after=20.0)] == [(1.0, 10.0), (2.0, 20.0)]
 
 
 def test_output_ends_in_eof_and_label_values_are_escaped() -> None:

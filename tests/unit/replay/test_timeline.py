@@ -15,7 +15,7 @@ def test_the_alert_lands_a_rate_window_and_the_slack_before_now() -> None:
     t = Timeline.place(NOW, alert_time=1_000_000.0, step=60.0)
     assert t.now == 1_800_000_000.0  # whole seconds
     assert t.window == 240.0  # four scrape intervals
-    assert t.lead == 240.0 + SLACK
+    assert t.lead == 240.0
     assert t.onset == t.now - t.lead
     assert 1_000_000.0 + t.shift == t.onset
     assert t.baseline_offset == t.lead + SLACK
