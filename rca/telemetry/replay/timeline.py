@@ -1,6 +1,7 @@
 """Where a recorded case lands in time when it is replayed as a live cluster, and the rule timing.
 
-The replayed present `now` is the moment the replay is written. The case is shifted so that its alert
+The replayed present `now` is the moment the replay is written, floored to the rules' subquery step
+(`resolution`, below), so that what the rules read does not depend on the second of the replay. The case is shifted so that its alert
 time (the onset hint the case's loader gives, never an injection label) lies `lead` before `now`; points
 later than `now` are dropped, so the backfilled blocks are older than anything Prometheus's head will hold
 (the rule manager writes `ALERTS` at wall-clock time into the head; a block overlapping the head's range
@@ -21,8 +22,9 @@ read the latest value within the lookback delta, as an instant selector reads a 
 - onset lead `lead` = `window`, at least `SLACK`: the latest rate window lies after the onset (a longer
   lead would let a fault of a few minutes end before `now`, and the rule see only its aftermath), and the
   replay holds a few minutes of the incident when the alert fires.
-- baseline: the hour ending `lead` + `SLACK` ago (it ends at the onset at the last pending evaluation),
-  evaluated every `max(step, 15 s)`.
+- baseline: the hour ending `lead` + `SLACK` + `resolution` ago (it ends at the onset at the last
+  pending evaluation, `now` being up to one `resolution` old), evaluated every `resolution` =
+  `max(step, 15 s)`.
 - `--query.lookback-delta`: Prometheus's default 5 m, or two scrape intervals when those are longer (a
   gauge sampled every 5 m would otherwise vanish between its samples); the rules' latest-value window is
   the same.
@@ -60,7 +62,9 @@ class Timeline:
         """Shift a case whose alert fired at `alert_time` so that it lies `lead` before `now`."""
         if not (math.isfinite(step) and step > 0):
             raise ValueError(f"scrape step must be a positive number of seconds, not {step}")
-        now = float(math.floor(now))
+        # on the rules' subquery grid, so that what they read does not depend on the second of the replay
+        grid = max(step, EVALUATION_INTERVAL)
+        now = float(math.floor(now / grid) * grid)
         lead = max(rate_window(step), SLACK)
         return cls(now=now, onset=now - lead, shift=now - lead - alert_time, step=step)
 
@@ -76,12 +80,12 @@ class Timeline:
 
     @property
     def baseline_offset(self) -> float:
-        """How long ago the rules' baseline hour ends."""
-        return self.lead + SLACK
+        """How long ago the rules' baseline hour ends (`now` may lie a subquery step in the past)."""
+        return self.lead + SLACK + self.resolution
 
     @property
     def resolution(self) -> float:
-        """Step of the rules' subqueries."""
+        """Step of the rules' subqueries (`now` is a multiple of it)."""
         return max(self.step, EVALUATION_INTERVAL)
 
     @property

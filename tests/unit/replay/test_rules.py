@@ -88,7 +88,7 @@ def test_the_anomaly_expression_reads_the_latest_value_against_the_baseline_hour
     (latency,) = signals(expo, "front", "shop", TIMELINE.window)
     expr = anomaly_expr(latency, TIMELINE)
     current = f"last_over_time(({latency.expr})[5m:1m])"
-    baseline = f"quantile_over_time(0.5, ({latency.expr})[1h:1m] offset 6m)"
+    baseline = f"quantile_over_time(0.5, ({latency.expr})[1h:1m] offset 7m)"
     assert expr.startswith(f"({current} - {baseline})")
     assert ">= 4\nand count_over_time(" in expr
     assert "0.025 * abs(quantile_over_time(0.5," in expr

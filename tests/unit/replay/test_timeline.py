@@ -13,12 +13,12 @@ NOW = 1_800_000_000.4
 
 def test_the_alert_lands_a_rate_window_and_the_slack_before_now() -> None:
     t = Timeline.place(NOW, alert_time=1_000_000.0, step=60.0)
-    assert t.now == 1_800_000_000.0  # whole seconds
+    assert t.now == 1_800_000_000.0  # on the rules' 1 min subquery grid
     assert t.window == 240.0  # four scrape intervals
     assert t.lead == 240.0
     assert t.onset == t.now - t.lead
     assert 1_000_000.0 + t.shift == t.onset
-    assert t.baseline_offset == t.lead + SLACK
+    assert t.baseline_offset == t.lead + SLACK + 60.0
     assert t.resolution == 60.0
     assert t.lookback_delta == 300.0
 
@@ -67,3 +67,8 @@ def test_a_step_must_be_positive() -> None:
 )
 def test_durations_read_as_prometheus_writes_them(seconds: float, text: str) -> None:
     assert duration_text(seconds) == text
+
+
+def test_now_sits_on_the_rules_subquery_grid() -> None:
+    assert Timeline.place(1_800_000_059.9, alert_time=0.0, step=60.0).now == 1_800_000_000.0
+    assert Timeline.place(1_800_000_029.0, alert_time=0.0, step=1.0).now == 1_800_000_015.0
