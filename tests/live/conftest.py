@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from rca.telemetry.replay.servers import Server, start_alertmanager, start_prometheus
 from tests.conftest import free_port
-from tests.live.servers import Server, start_alertmanager, start_prometheus
 
 StartPrometheus = Callable[..., Server]
 StartAlertmanager = Callable[..., Server]

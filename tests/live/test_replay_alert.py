@@ -15,9 +15,9 @@ from rca.incidents.models import Incident, IntakeSource
 from rca.incidents.tokens import issue_token
 from rca.telemetry.cases import read_index
 from rca.telemetry.replay.replay import replay_case
+from rca.telemetry.replay.servers import Server
 from tests.conftest import free_port
 from tests.live.conftest import StartAlertmanager, StartPrometheus
-from tests.live.servers import Server
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

@@ -1,5 +1,9 @@
-"""Real Prometheus and Alertmanager for the tests: Debian's binaries on free loopback ports with their own
-data folders, never the system services (the packages are installed by `dev.py test`)."""
+"""Start the replayed cluster's servers: Debian's Prometheus and Alertmanager binaries on a loopback port
+with their own data folders, never the system services (`dev.py test` installs the packages).
+
+Used by the test suite's fixtures (tests/live) and by `bench/bench_replay.py`, as graphstore.launcher
+starts ArcadeDB for both.
+"""
 
 from __future__ import annotations
 
@@ -70,7 +74,8 @@ def _start(name: str, args: list[str], port: int, folder: Path) -> Server:
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / f"{name}.log"
     handle = log.open("wb")
-    process = subprocess.Popen([binary(name), *args], stdout=handle, stderr=subprocess.STDOUT)
+    command = [binary(name), *args]
+    process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT)  # noqa: S603  (no shell)
     server = Server(name, port, process, log, handle)
     deadline = time.monotonic() + READY_WITHIN
     while time.monotonic() < deadline:
