@@ -37,6 +37,7 @@ from rca.telemetry.replay.openmetrics import Exposition
 from rca.telemetry.replay.rules import (
     alertmanager_config,
     prometheus_config,
+    recorded_alert,
     rule_file,
     signals,
     write_yaml,
@@ -240,6 +241,7 @@ def replay_case(
             "earliest_sample": earliest,
         },
         "rules": [s.alert for s in found],
+        "recorded_alert": recorded_alert(case.alert, found, timeline),
         "series": expo.series_count(),
         "series_total": sum(expo.series_count().values()),
         "samples": samples,

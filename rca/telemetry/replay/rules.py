@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from rca.telemetry.model import Alert
 from rca.telemetry.recorded.alerting import RELATIVE_FLOOR, THRESHOLD, Direction
 from rca.telemetry.replay.conventions import (
     CPU_USAGE,
@@ -192,6 +194,30 @@ def rule_file(found: list[Signal], entry: str, timeline: Timeline) -> dict[str, 
         for s in found
     ]
     return {"groups": [{"name": RULE_GROUP, "interval": duration_text(EVALUATION_INTERVAL), "rules": rules}]}
+
+
+# The recorded alert's metric family -> the watched signal that stands for it (by alert name).
+_SIGNAL_OF_FAMILY = (("latency", "LatencyP99"), ("success", "ErrorRatio"), ("cpu", "CPU"), ("mem", "Memory"))
+
+
+def recorded_alert(alert: Alert, found: list[Signal], timeline: Timeline) -> dict[str, Any]:
+    """The case's own alert (what its loader gives the engine) as Alertmanager's `POST /api/v2/alerts`
+    takes it, at its replayed time, with the expression of the watched signal of its metric family when
+    there is one: for a run that wants the recorded alert's timing whatever the rules make of the data.
+    `generatorURL` is the poster's to add (it knows Prometheus's address)."""
+    metric = (alert.metric or "").lower()
+    wanted = next((name for family, name in _SIGNAL_OF_FAMILY if family in metric), None)
+    signal = next((s for s in found if wanted is not None and wanted in s.alert), None)
+    labels = {"alertname": "RecordedAlert", "service_name": alert.entity, "severity": alert.severity}
+    if alert.metric:
+        labels["metric"] = alert.metric
+    starts = datetime.fromtimestamp(timeline.onset, UTC).isoformat().replace("+00:00", "Z")
+    return {
+        "labels": labels,
+        "annotations": {"summary": alert.summary} if alert.summary else {},
+        "startsAt": starts,
+        "expr": anomaly_expr(signal, timeline) if signal is not None else None,
+    }
 
 
 def prometheus_config(rules: Path, alertmanager: str) -> dict[str, Any]:

@@ -1,12 +1,13 @@
 """Where a recorded case lands in time when it is replayed as a live cluster, and the rule timing.
 
 The replayed present `now` is the moment the replay is written, floored to the rules' subquery step
-(`resolution`, below), so that what the rules read does not depend on the second of the replay. The case is shifted so that its alert
-time (the onset hint the case's loader gives, never an injection label) lies `lead` before `now`; points
-later than `now` are dropped, so the backfilled blocks are older than anything Prometheus's head will hold
-(the rule manager writes `ALERTS` at wall-clock time into the head; a block overlapping the head's range
-would have to be merged by vertical compaction). A separate normal recording (RCD `normal.csv`, PetShop
-`noissue/`) is placed to end where the case recording begins, as the history a live cluster keeps.
+(`resolution`, below), so that what the rules read does not depend on the second of the replay. The case
+is shifted so that its alert time (the onset hint the case's loader gives, never an injection label) lies
+`lead` before `now`; points later than `now` are dropped, so the backfilled blocks are older than
+anything Prometheus's head will hold (the rule manager writes `ALERTS` at wall-clock time into the head;
+a block overlapping the head's range would have to be merged by vertical compaction). A separate normal
+recording (RCD `normal.csv`, PetShop `noissue/`) is placed to end where the case recording begins, as the
+history a live cluster keeps.
 
 Prometheus starts on the backfilled data a little after `now`; nothing arrives after `now`, so the rules
 read the latest value within the lookback delta, as an instant selector reads a gauge's latest sample

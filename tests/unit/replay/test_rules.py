@@ -4,11 +4,13 @@ that Prometheus's and Alertmanager's own tools accept the files."""
 from __future__ import annotations
 
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import yaml
 
+from rca.telemetry.model import Alert
 from rca.telemetry.recorded.alerting import Direction
 from rca.telemetry.replay.conventions import (
     CPU_USAGE,
@@ -24,6 +26,7 @@ from rca.telemetry.replay.rules import (
     alertmanager_config,
     anomaly_expr,
     prometheus_config,
+    recorded_alert,
     rule_file,
     signals,
     write_yaml,
@@ -126,3 +129,26 @@ def test_amtool_accepts_the_alertmanager_configuration(tmp_path: Path) -> None:
     receiver = yaml.safe_load(config.read_text())["receivers"][0]["webhook_configs"][0]
     assert receiver["http_config"]["authorization"] == {"type": "Bearer", "credentials_file": str(token)}
     assert "rlt_x" not in config.read_text()  # the token stays in its own file
+
+
+def test_the_recorded_alert_is_ready_for_alertmanagers_api_at_its_replayed_time() -> None:
+    expo = with_series((HTTP_SERVER, {"service_name": "front", "http_response_status_code": "200"}))
+    found = signals(expo, "front", "shop", TIMELINE.window)
+    alert = Alert(
+        "front anomaly", "front", 1_000.0, "critical", "latency_p90", "front latency_p90 robust z=9"
+    )
+    posted = recorded_alert(alert, found, TIMELINE)
+    assert posted["labels"] == {
+        "alertname": "RecordedAlert",
+        "service_name": "front",
+        "severity": "critical",
+        "metric": "latency_p90",
+    }
+    assert posted["annotations"] == {"summary": "front latency_p90 robust z=9"}
+    assert posted["startsAt"] == datetime.fromtimestamp(TIMELINE.onset, UTC).isoformat().replace(
+        "+00:00", "Z"
+    )
+    assert posted["expr"] == anomaly_expr(found[0], TIMELINE)  # the p99 rule stands for a latency alert
+    unmatched = recorded_alert(Alert("detected", "front", 1_000.0), found, TIMELINE)
+    assert unmatched["expr"] is None
+    assert "metric" not in unmatched["labels"]
