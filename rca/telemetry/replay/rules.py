@@ -56,8 +56,9 @@ IQR_TO_SIGMA = 1.349
 MIN_BASELINE_POINTS = 3  # as the recorded rule (alerting.robust_scores)
 # Alertmanager's group_wait defaults to 30 s; 10 s keeps a replayed alert's way to the webhook short.
 GROUP_WAIT = "10s"
+# group_interval defaults to 5 m: at 1 m a second rule of the entry firing reaches the same incident soon.
 GROUP_INTERVAL = "1m"
-REPEAT_INTERVAL = "4h"
+REPEAT_INTERVAL = "4h"  # Alertmanager's default
 RULE_GROUP = "rootline-replay"
 RECEIVER = "rootline"
 

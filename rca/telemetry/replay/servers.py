@@ -18,7 +18,7 @@ import httpx
 
 PROMETHEUS = "prometheus"
 ALERTMANAGER = "prometheus-alertmanager"
-READY_WITHIN = 30.0
+READY_WITHIN = 30.0  # both answer /-/ready within a few seconds here; a loaded machine gets room
 
 
 class ServerError(RuntimeError):

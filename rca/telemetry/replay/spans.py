@@ -29,8 +29,8 @@ from rca.telemetry.replay.histograms import COLLECTOR_BOUNDS_MS, COLLECTOR_BOUND
 from rca.telemetry.replay.openmetrics import Exposition, Family, FloatArray, Kind
 from rca.telemetry.replay.timeline import Timeline
 
-FLUSH_INTERVAL = 15.0
-COVERAGE_GAP = 60.0
+FLUSH_INTERVAL = 15.0  # the connectors' metrics_flush_interval default
+COVERAGE_GAP = 60.0  # spans are recorded in minute files: a minute without any is a missing file
 
 SPAN_CALLS = Family("traces_span_metrics_calls", Kind.COUNTER, "Number of spans.")
 SPAN_DURATION = Family(

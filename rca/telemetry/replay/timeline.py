@@ -44,6 +44,8 @@ SLACK = 120.0
 RULE_FOR = 60.0  # the issue's `for: 1m`
 EVALUATION_INTERVAL = 15.0  # Prometheus's example configuration (documentation/examples/prometheus.yml)
 SAMPLES_PER_WINDOW = 4
+# An hour: longer than any recorded alert baseline (Nezha's 30 minutes), so the live baseline holds every
+# point the recorded rule would compare with.
 BASELINE_SPAN = 3600.0
 DEFAULT_LOOKBACK = 300.0  # Prometheus's --query.lookback-delta default (staleness)
 DEFAULT_RETENTION_DAYS = 15  # Prometheus's --storage.tsdb.retention.time default
