@@ -138,6 +138,10 @@ def cmd_test(args: argparse.Namespace) -> int:
         "DEBUG": "false",
         "ROOTLINE_VAR_DIR": str(VAR / "test"),
         "PYTHONDONTWRITEBYTECODE": "1",
+        # Tests watch dependencies go down and come back: every health probe checks afresh. No worker
+        # or scheduler runs beside the suite; the tests that start some expect them explicitly.
+        "ROOTLINE_HEALTH_CACHE_S": "0",
+        "ROOTLINE_HEALTH_PROCESSES": "none",
     }
     env.pop("NEO4J_URI", None)  # tests start their own ArcadeDB over Bolt
     env.pop("QDRANT_URL", None)

@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from celery.signals import worker_ready
+from celery.signals import beat_init, worker_ready
 from django.db import InterfaceError, OperationalError
 
 from celery_app.app import app
@@ -62,16 +62,36 @@ def investigate(investigation_id: int) -> dict[str, Any]:
 
 @app.task(name="rootline.dispatch_pending", autoretry_for=DATABASE_ERRORS, max_retries=3)
 def dispatch_pending() -> dict[str, int]:
-    """The intake outbox's sweep (run by beat): send queued investigations the broker never got."""
-    from rca.incidents.investigations import dispatch_pending as sweep
+    """The outbox's sweep (run by beat): send queued investigations the broker never got, and again
+    those whose task was lost (rca.incidents.outbox)."""
+    from rca.incidents.outbox import dispatch_pending as sweep
 
     return {"sent": sweep()}
 
 
 @worker_ready.connect
+def _beat_as_worker(sender: Any = None, **_: Any) -> None:
+    """A worker says it is alive, once per role its queues give it, for /healthz (rca.heartbeats)."""
+    from rca.heartbeats import QUEUE_ROLES, start
+
+    queues = sender.app.amqp.queues.consume_from if sender is not None else {}
+    roles = tuple(QUEUE_ROLES[q] for q in queues if q in QUEUE_ROLES)
+    if roles:
+        start(roles)
+
+
+@beat_init.connect
+def _beat_as_scheduler(**_: Any) -> None:
+    """The scheduler says it is alive, for /healthz (rca.heartbeats)."""
+    from rca.heartbeats import start
+
+    start(("scheduler",))
+
+
+@worker_ready.connect
 def _sweep_on_start(**_: Any) -> None:
     """A worker coming up (often: the broker just came back) sends what intake could not."""
-    from rca.incidents.investigations import dispatch_pending as sweep
+    from rca.incidents.outbox import dispatch_pending as sweep
 
     try:
         sent = sweep()

@@ -138,21 +138,22 @@ def _month() -> Iterator[GaugeMetricFamily]:
 
 
 def _queue_depth() -> GaugeMetricFamily:
-    """Messages waiting per Celery queue (Redis LLEN); no samples when the broker can't be reached."""
-    from kombu.exceptions import OperationalError
+    """Messages waiting per Celery queue (Redis LLEN, under the health checks' deadline); no samples
+    when the broker can't be reached."""
     from redis.exceptions import RedisError
 
-    from celery_app.app import app
+    from rca.heartbeats import client
 
     depth = GaugeMetricFamily(
         "rootline_queue_depth", "Messages waiting in each Celery queue.", labels=["queue"]
     )
+    conn = client(settings.ROOTLINE_RELIABILITY.health_timeout_s)
     try:
-        with app.connection_for_read() as connection:
-            client = connection.default_channel.client  # type: ignore[attr-defined]  # Redis transport only
-            lengths = [(queue, int(client.llen(queue))) for queue in QUEUES]
-    except (OperationalError, RedisError, OSError):
+        lengths = [(queue, int(conn.llen(queue))) for queue in QUEUES]
+    except (RedisError, OSError):
         return depth  # a scrape never fails on the broker: the series is absent, /healthz says why
+    finally:
+        conn.close()
     for queue, length in lengths:
         depth.add_metric([queue], length)
     return depth

@@ -33,10 +33,13 @@ INSTALLED_APPS = [
     "rca.incidents",
     "rca.evaluation",
     "rca.api",
+    # Loads the Celery application in every Django process, so the domain can send tasks by name.
+    "celery_app",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "rca.api.middleware.ChunkedBodyMiddleware",
     "rca.api.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -66,6 +69,16 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": dj_database_url.parse(CONFIG.database_url, conn_max_age=60)}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The embedded default under concurrent writers: WAL lets readers go on while one writes; a writer
+    # takes the lock when its transaction begins (IMMEDIATE), so two never deadlock upgrading a read
+    # lock, and waits for it up to the busy timeout instead of failing at once ("database is locked").
+    # synchronous=NORMAL is SQLite's recommended setting in WAL mode (durable at each checkpoint).
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": CONFIG.reliability.sqlite_busy_timeout_s,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -202,9 +215,13 @@ CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {
 # Incident memory's tasks run where the vector store is: in Qdrant's local mode that is one worker
 # consuming this queue, the only process that may open the store's folder (see rca.memory.remote).
 CELERY_TASK_ROUTES = {"rootline.memory_*": {"queue": "memory"}, "rootline.index_memory": {"queue": "memory"}}
-# The intake outbox: investigations queued while the broker was down are sent by this sweep.
-CELERY_BEAT_SCHEDULE = {"dispatch-pending": {"task": "rootline.dispatch_pending", "schedule": 30.0}}
+# The outbox: investigations queued while the broker was down, or whose task was lost, are sent by
+# this sweep (rca.incidents.outbox).
+CELERY_BEAT_SCHEDULE = {
+    "dispatch-pending": {"task": "rootline.dispatch_pending", "schedule": CONFIG.reliability.sweep_every_s}
+}
 
+ROOTLINE_RELIABILITY = CONFIG.reliability  # health deadlines, heartbeats, recovery sweep, intake retries
 ROOTLINE_GRAPH = CONFIG.graph
 ROOTLINE_QDRANT_URL = CONFIG.qdrant_url
 ROOTLINE_QDRANT_PATH = CONFIG.qdrant_path
