@@ -186,8 +186,9 @@ class _IntakeView(APIView):
         raise NotImplementedError
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        """Refuse an oversized body (413) before it is read, authenticated or parsed; refuse an address
-        over its failed-authentication limit (429) before its credentials are verified."""
+        """Refuse an oversized body (413) before it is read, authenticated or parsed, and a body not
+        declared JSON (415); a request whose credentials fail is 401, or 429 once its token (or its
+        address, without a token) is over the failed-authentication limit."""
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
@@ -201,16 +202,18 @@ class _IntakeView(APIView):
                 f"The {self.intake_source} webhook takes `Content-Type: application/json`, "
                 f"not {content_type or 'a body without a Content-Type'}.",
             )
-        failures = IntakeFailureThrottle()
-        if not failures.allow_request(request, self):
-            raise Throttled(
-                failures.wait(),
-                f"Too many failed intake authentications from this address (limit: "
-                f"{failures.describe()}); the {self.intake_source} webhook refuses it until then.",
-            )
         try:
             super().initial(request, *args, **kwargs)
         except (AuthenticationFailed, NotAuthenticated):
+            # Only a failing request is counted and limited: a valid token is never refused by this.
+            failures = IntakeFailureThrottle()
+            if not failures.allow_request(request, self):
+                raise Throttled(
+                    failures.wait(),
+                    f"Too many failed intake authentications with this token (or, without one, from this "
+                    f"address; limit: {failures.describe()}); the {self.intake_source} webhook answers "
+                    "429 until then.",
+                ) from None
             failures.record_failure()
             raise
 
