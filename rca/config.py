@@ -383,7 +383,7 @@ class SecurityConfig:
 
     login_failure_limit: int = 10  # failed logins per account, and per address, before a lockout
     login_lockout_s: int = 900
-    api_token_failure_rate: str = "30/min"  # failed API-token authentications per address
+    api_token_failure_rate: str = "30/min"  # noqa: S105  (a rate: failed API-token authentications per address)
     session_cookie_secure: bool = False
     csrf_cookie_secure: bool = False
     hsts_seconds: int = 0
@@ -414,12 +414,16 @@ def reliability_config(env: Mapping[str, str]) -> ReliabilityConfig:
     return ReliabilityConfig(
         health_timeout_s=_positive_number(env, "ROOTLINE_HEALTH_TIMEOUT_S", d.health_timeout_s),
         # 0 turns the cache off (tests that watch a dependency go down and come back).
-        health_cache_s=0.0 if cache == "0" else _positive_number(env, "ROOTLINE_HEALTH_CACHE_S", d.health_cache_s),
+        health_cache_s=0.0
+        if cache == "0"
+        else _positive_number(env, "ROOTLINE_HEALTH_CACHE_S", d.health_cache_s),
         health_processes=processes,
         heartbeat_stale_s=_positive_number(env, "ROOTLINE_HEARTBEAT_STALE_S", d.heartbeat_stale_s),
         redispatch_after_s=_positive_number(env, "ROOTLINE_REDISPATCH_AFTER_S", d.redispatch_after_s),
         sweep_every_s=_positive_number(env, "ROOTLINE_SWEEP_EVERY_S", d.sweep_every_s),
-        sqlite_busy_timeout_s=_positive_number(env, "ROOTLINE_SQLITE_BUSY_TIMEOUT_S", d.sqlite_busy_timeout_s),
+        sqlite_busy_timeout_s=_positive_number(
+            env, "ROOTLINE_SQLITE_BUSY_TIMEOUT_S", d.sqlite_busy_timeout_s
+        ),
         intake_lock_retries=_positive_int(env, "ROOTLINE_INTAKE_LOCK_RETRIES", d.intake_lock_retries, 0),
         intake_retry_after_s=_positive_int(env, "ROOTLINE_INTAKE_RETRY_AFTER_S", d.intake_retry_after_s),
     )

@@ -129,7 +129,9 @@ def _round() -> list[Check]:
             continue
         exc = future.exception()
         # Any failure is a "down" with its reason, never a 500.
-        results.append(Check(name, True, future.result()) if exc is None else Check(name, False, _reason(exc)))
+        results.append(
+            Check(name, True, future.result()) if exc is None else Check(name, False, _reason(exc))
+        )
     return results
 
 

@@ -88,7 +88,9 @@ class Heartbeat(threading.Thread):
                 failing = False
             except redis.RedisError as exc:
                 if not failing:
-                    log.warning("heartbeat of %s not written (broker unreachable): %s", self.process_name, exc)
+                    log.warning(
+                        "heartbeat of %s not written (broker unreachable): %s", self.process_name, exc
+                    )
                 failing = True
             self._stop_event.wait(every)
 

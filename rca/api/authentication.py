@@ -3,15 +3,14 @@ token authentication with a limit on failures per address."""
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AnonymousUser
 from typing import Any
 
+from django.contrib.auth.models import AnonymousUser
 from rest_framework.authentication import BaseAuthentication, TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed, Throttled
 from rest_framework.request import Request
 
 from rca.api.throttling import ApiTokenFailureThrottle
-
 from rca.incidents.models import IntakeToken
 from rca.incidents.tokens import verify_bearer, verify_signature
 
@@ -69,7 +68,8 @@ class ThrottledTokenAuthentication(TokenAuthentication):
         if not failures.allow_request(request, None):
             raise Throttled(
                 failures.wait(),
-                f"Too many failed API-token authentications from this address (limit: {failures.describe()}).",
+                "Too many failed API-token authentications from this address "
+                f"(limit: {failures.describe()}).",
             )
         try:
             return super().authenticate(request)

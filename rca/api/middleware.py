@@ -47,5 +47,5 @@ class ChunkedBodyMiddleware:
                     {"detail": f"Request body over {limit} bytes.", "code": "payload_too_large"}, status=413
                 )
             meta["CONTENT_LENGTH"] = str(len(body))
-            request._stream = LimitedStream(io.BytesIO(body), len(body))  # type: ignore[attr-defined]
+            request._stream = LimitedStream(io.BytesIO(body), len(body))  # type: ignore[assignment]
         return self.get_response(request)

@@ -14,8 +14,8 @@ import logging
 from typing import Any
 
 from django.conf import settings
-from redis.exceptions import RedisError
 from django.http import HttpRequest
+from redis.exceptions import RedisError
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle, SimpleRateThrottle
 
@@ -98,7 +98,7 @@ class IntakeFailureThrottle(_FailureThrottle):
     setting = "ROOTLINE_INTAKE_FAILURE_RATE"
 
     def get_cache_key(self, request: Request, view: Any) -> str | None:
-        scheme, _, presented = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+        presented = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")[2]
         if presented.strip():
             ident = "token:" + hash_token(presented.strip())[:16]
         else:

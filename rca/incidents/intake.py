@@ -305,7 +305,12 @@ def _flatten_errors(detail: Any, path: str = "") -> dict[str, str]:
 
 # What a database says when a concurrent writer holds what this transaction needs for too long:
 # SQLite's busy timeout expiring, PostgreSQL's deadlock detector or serialization check.
-_LOCK_MESSAGES = ("database is locked", "database table is locked", "deadlock detected", "could not serialize")
+_LOCK_MESSAGES = (
+    "database is locked",
+    "database table is locked",
+    "deadlock detected",
+    "could not serialize",
+)
 _LOCK_BACKOFF_S = 0.05  # the first retry's wait, doubled each time: a few intake transactions' length
 
 
@@ -323,7 +328,11 @@ def _ingest(specs: list[_AlertSpec]) -> IntakeResult:
         try:
             return _ingest_once(specs)
         except OperationalError as exc:
-            if attempt >= retries or not is_lock_conflict(exc) or transaction.get_connection().in_atomic_block:
+            if (
+                attempt >= retries
+                or not is_lock_conflict(exc)
+                or transaction.get_connection().in_atomic_block
+            ):
                 raise  # (inside a caller's transaction a retry cannot start afresh)
             time.sleep(_LOCK_BACKOFF_S * 2**attempt * (0.5 + random.random()))  # noqa: S311
             attempt += 1

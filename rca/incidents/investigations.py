@@ -170,7 +170,9 @@ def _run(
         record_audit("investigation.failed", investigation, detail={"error": str(exc)[:500]})
         raise
     if not still_mine(investigation.pk, mine):
-        log.warning("investigation %s was handed to another worker meanwhile: result not stored", investigation.pk)
+        log.warning(
+            "investigation %s was handed to another worker meanwhile: result not stored", investigation.pk
+        )
         return
     store_result(
         investigation,

@@ -50,7 +50,9 @@ def dispatch(investigation_id: int) -> bool:
         send(INVESTIGATE_TASK, investigation_id)
     except BROKER_ERRORS as exc:
         log.warning(
-            "investigation %s not sent (broker unavailable: %s); the outbox will send it", investigation_id, exc
+            "investigation %s not sent (broker unavailable: %s); the outbox will send it",
+            investigation_id,
+            exc,
         )
         return False
     Investigation.objects.filter(pk=investigation_id).update(
@@ -95,7 +97,9 @@ def dispatch_pending(limit: int = 500) -> int:
     for investigation in stuck().order_by("created_at", "pk")[: max(limit - sent, 0)]:
         was = investigation.status
         # Back to queued (a silent run's claim is dropped), only if nothing changed it meanwhile.
-        reset = Investigation.objects.filter(pk=investigation.pk, status=was, claimed_by=investigation.claimed_by)
+        reset = Investigation.objects.filter(
+            pk=investigation.pk, status=was, claimed_by=investigation.claimed_by
+        )
         if not reset.update(status=Investigation.Status.QUEUED, claimed_by=""):
             continue
         if not dispatch(investigation.pk):
@@ -106,8 +110,12 @@ def dispatch_pending(limit: int = 500) -> int:
             actor_label="outbox",
             detail={
                 "was": was,
-                "dispatched_at": investigation.dispatched_at.isoformat() if investigation.dispatched_at else None,
-                "heartbeat_at": investigation.heartbeat_at.isoformat() if investigation.heartbeat_at else None,
+                "dispatched_at": investigation.dispatched_at.isoformat()
+                if investigation.dispatched_at
+                else None,
+                "heartbeat_at": investigation.heartbeat_at.isoformat()
+                if investigation.heartbeat_at
+                else None,
                 "claimed_by": investigation.claimed_by,
             },
         )
@@ -128,7 +136,9 @@ def claim(investigation: Investigation) -> str | None:
     if investigation.status == Investigation.Status.SUCCEEDED:
         return None
     if investigation.status == Investigation.Status.RUNNING and not is_stuck(investigation):
-        log.info("investigation %s is being run by %s: not run twice", investigation.pk, investigation.claimed_by)
+        log.info(
+            "investigation %s is being run by %s: not run twice", investigation.pk, investigation.claimed_by
+        )
         return None
     if investigation.status == Investigation.Status.FAILED and investigation.error.startswith(ABANDONED):
         return None
@@ -140,7 +150,9 @@ def claim(investigation: Investigation) -> str | None:
     investigation.claimed_by = mine
     investigation.progress = {}
     investigation.error = ""
-    investigation.save(update_fields=["status", "started_at", "heartbeat_at", "claimed_by", "progress", "error"])
+    investigation.save(
+        update_fields=["status", "started_at", "heartbeat_at", "claimed_by", "progress", "error"]
+    )
     return mine
 
 
@@ -182,5 +194,6 @@ def abandon(investigation: Investigation, replaced_by: int) -> None:
         status=Investigation.Status.FAILED,
         finished_at=timezone.now(),
         claimed_by="",
-        error=f"{ABANDONED}: stuck {investigation.status} with its task lost; re-run as investigation {replaced_by}",
+        error=f"{ABANDONED}: stuck {investigation.status} with its task lost; "
+        f"re-run as investigation {replaced_by}",
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from django.db import models
 from rest_framework import serializers
 
 from rca.incidents.models import Alert, Incident
@@ -19,9 +20,10 @@ ALERTMANAGER_VERSION = "4"
 
 
 def _column(model: type[Alert | Incident], name: str) -> int:
-    length = model._meta.get_field(name).max_length
-    assert length is not None
-    return length
+    field = model._meta.get_field(name)
+    assert isinstance(field, models.CharField)
+    assert field.max_length is not None
+    return field.max_length
 
 
 FINGERPRINT_MAX = _column(Alert, "fingerprint")
@@ -46,6 +48,8 @@ def _check_sized(values: dict[str, str], sized: dict[str, int]) -> dict[str, str
             "; ".join(f"{key} is longer than {limit} characters" for key, limit in too_long.items())
         )
     return values
+
+
 ALERT_STATUSES = ("firing", "resolved")
 
 

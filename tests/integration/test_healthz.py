@@ -61,7 +61,9 @@ def hung_graph(graph_server) -> Iterator[None]:  # type: ignore[no-untyped-def]
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)  # connections complete in the backlog and are never read
-    settings.ROOTLINE_GRAPH = replace(settings.ROOTLINE_GRAPH, uri=f"bolt://127.0.0.1:{listener.getsockname()[1]}")
+    settings.ROOTLINE_GRAPH = replace(
+        settings.ROOTLINE_GRAPH, uri=f"bolt://127.0.0.1:{listener.getsockname()[1]}"
+    )
     close_driver()
     yield
     point_graph_at(graph_server)
@@ -79,7 +81,9 @@ def restore_reliability() -> Iterator[None]:
     settings.ROOTLINE_RELIABILITY = saved
 
 
-def test_a_hung_dependency_costs_a_probe_at_most_the_deadline(hung_graph: None, restore_reliability: None) -> None:
+def test_a_hung_dependency_costs_a_probe_at_most_the_deadline(
+    hung_graph: None, restore_reliability: None
+) -> None:
     _reliability(health_timeout_s=1.0)
     for path in ("/healthz", "/api/v1/health/"):
         started = time.monotonic()
@@ -121,7 +125,8 @@ def test_healthz_names_a_missing_worker_or_scheduler(graph_server, restore_relia
     try:
         wait_until(lambda: Client().get("/healthz").status_code == 200, 5)
         body = Client().get("/healthz").json()
-        assert body["checks"]["worker"]["status"] == "ok" and "w1@test" in body["checks"]["worker"]["detail"]
+        assert body["checks"]["worker"]["status"] == "ok"
+        assert "w1@test" in body["checks"]["worker"]["detail"]
         assert "beat@test" in body["checks"]["scheduler"]["detail"]
 
         scheduler.stop()  # its key expires after the stale period

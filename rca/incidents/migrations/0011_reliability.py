@@ -5,35 +5,53 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('incidents', '0009_comment'),
+        ("incidents", "0009_comment"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='actionproposal',
-            name='superseded_by',
-            field=models.ForeignKey(blank=True, help_text='The re-run whose request superseded this proposal.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='incidents.investigation'),
+            model_name="actionproposal",
+            name="superseded_by",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="The re-run whose request superseded this proposal.",
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to="incidents.investigation",
+            ),
         ),
         migrations.AddField(
-            model_name='investigation',
-            name='claimed_by',
+            model_name="investigation",
+            name="claimed_by",
             field=models.CharField(blank=True, max_length=200),
         ),
         migrations.AddField(
-            model_name='investigation',
-            name='dispatches',
+            model_name="investigation",
+            name="dispatches",
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='investigation',
-            name='heartbeat_at',
+            model_name="investigation",
+            name="heartbeat_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AlterField(
-            model_name='actionproposal',
-            name='status',
-            field=models.CharField(choices=[('proposed', 'Proposed'), ('approved', 'Approved'), ('rejected', 'Rejected'), ('executing', 'Executing'), ('done', 'Done'), ('failed', 'Failed'), ('superseded', 'Superseded')], default='proposed', max_length=16),
+            model_name="actionproposal",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("proposed", "Proposed"),
+                    ("approved", "Approved"),
+                    ("rejected", "Rejected"),
+                    ("executing", "Executing"),
+                    ("done", "Done"),
+                    ("failed", "Failed"),
+                    ("superseded", "Superseded"),
+                ],
+                default="proposed",
+                max_length=16,
+            ),
         ),
     ]

@@ -104,7 +104,9 @@ def test_failed_authentications_are_limited_per_presented_token(
     assert post(AM, alert_body(1), HTTP_AUTHORIZATION="Bearer rlt_other_guess").status_code == 401
 
 
-def test_requests_without_a_token_are_limited_per_address(tokens: list[IssuedToken], settings: Settings) -> None:
+def test_requests_without_a_token_are_limited_per_address(
+    tokens: list[IssuedToken], settings: Settings
+) -> None:
     settings.ROOTLINE_INTAKE_FAILURE_RATE = "1/min"
     assert post(AM, alert_body(0)).status_code == 401  # no credentials at all counts
     assert post(AM, alert_body(0)).status_code == 429

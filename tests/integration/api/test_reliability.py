@@ -37,7 +37,9 @@ def bearer(issued: IssuedToken) -> dict[str, str]:
 # --- strict intake input ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "application/xml"])
+@pytest.mark.parametrize(
+    "content_type", ["text/plain", "application/x-www-form-urlencoded", "application/xml"]
+)
 def test_a_body_not_declared_json_is_415(am_token: IssuedToken, content_type: str) -> None:
     response = APIClient().post(AM, data=body(am_payload()), content_type=content_type, **bearer(am_token))
     assert response.status_code == 415
@@ -85,7 +87,9 @@ def test_an_oversized_chunked_body_is_413(settings: Settings) -> None:
     assert response.status_code == 413
 
 
-def test_lengths_are_validated_not_left_to_the_column(am_token: IssuedToken, generic_token: IssuedToken) -> None:
+def test_lengths_are_validated_not_left_to_the_column(
+    am_token: IssuedToken, generic_token: IssuedToken
+) -> None:
     client = APIClient()
     long_severity = am_payload(am_alert(severity="x" * 5000))
     response = client.post(AM, data=body(long_severity), content_type="application/json", **bearer(am_token))
@@ -99,17 +103,23 @@ def test_lengths_are_validated_not_left_to_the_column(am_token: IssuedToken, gen
 
     long_key = am_payload(group_key="g" * 1001)
     response = client.post(AM, data=body(long_key), content_type="application/json", **bearer(am_token))
-    assert response.status_code == 400 and "groupKey" in response.json()["errors"]
+    assert response.status_code == 400
+    assert "groupKey" in response.json()["errors"]
 
     long_id = generic_alert(external_id="e" * 191)
-    response = client.post(GENERIC, data=body(long_id), content_type="application/json", **bearer(generic_token))
-    assert response.status_code == 400 and "external_id" in response.json()["errors"]
+    response = client.post(
+        GENERIC, data=body(long_id), content_type="application/json", **bearer(generic_token)
+    )
+    assert response.status_code == 400
+    assert "external_id" in response.json()["errors"]
     assert Alert.objects.count() == 0
 
 
 def test_a_large_alert_list_is_paginated(viewer: APIClient, am_token: IssuedToken) -> None:
     alerts = [am_alert(f"{n:016x}", n=str(n)) for n in range(120)]
-    posted = APIClient().post(AM, data=body(am_payload(*alerts)), content_type="application/json", **bearer(am_token))
+    posted = APIClient().post(
+        AM, data=body(am_payload(*alerts)), content_type="application/json", **bearer(am_token)
+    )
     assert posted.status_code == 202
     incident = posted.json()["incidents"][0]
 
@@ -118,18 +128,19 @@ def test_a_large_alert_list_is_paginated(viewer: APIClient, am_token: IssuedToke
     assert len(detail["alerts"]) == 50
 
     first = viewer.get(f"/api/v1/incidents/{incident}/alerts/").json()
-    assert first["count"] == 120 and len(first["results"]) == 50 and first["next"]
+    assert first["count"] == 120
+    assert len(first["results"]) == 50
+    assert first["next"]
     last = viewer.get(f"/api/v1/incidents/{incident}/alerts/?page=3").json()
     seen = {a["fingerprint"] for a in first["results"]} | {a["fingerprint"] for a in last["results"]}
-    assert len(last["results"]) == 20 and len(seen) == 70
+    assert len(last["results"]) == 20
+    assert len(seen) == 70
 
 
 # --- one live proposal; re-running a stuck investigation ---------------------------------------------
 
 
-def test_a_rerun_supersedes_the_earlier_proposals(
-    responder: APIClient, approver: APIClient
-) -> None:
+def test_a_rerun_supersedes_the_earlier_proposals(responder: APIClient, approver: APIClient) -> None:
     old = factories.proposal(factories.investigation())
     incident = old.investigation.incident
     response = responder.post(f"/api/v1/investigations/{old.investigation_id}/rerun/")
@@ -188,11 +199,15 @@ def test_failed_logins_lock_out_the_account(account: User, settings: Settings, p
     settings.AXES_FAILURE_LIMIT = 3
     statuses = [
         # From other addresses each time: the account is what counts. The limit-th failure locks.
-        Client(REMOTE_ADDR=f"192.0.2.{n + 1}").post(path, {"username": account.username, "password": "no"}).status_code
+        Client(REMOTE_ADDR=f"192.0.2.{n + 1}")
+        .post(path, {"username": account.username, "password": "no"})
+        .status_code
         for n in range(3)
     ]
     assert statuses == [200, 200, 429]
-    right = Client(REMOTE_ADDR="192.0.2.99").post(path, {"username": account.username, "password": "pw-123456!"})
+    right = Client(REMOTE_ADDR="192.0.2.99").post(
+        path, {"username": account.username, "password": "pw-123456!"}
+    )
     assert right.status_code == 429
     assert "_auth_user_id" not in right.client.session
 
@@ -200,13 +215,17 @@ def test_failed_logins_lock_out_the_account(account: User, settings: Settings, p
 def test_failed_logins_lock_out_the_address(account: User, settings: Settings) -> None:
     settings.AXES_FAILURE_LIMIT = 3
     client = Client(REMOTE_ADDR="192.0.2.50")
-    statuses = [client.post("/login/", {"username": f"nobody-{n}", "password": "x"}).status_code for n in range(3)]
+    statuses = [
+        client.post("/login/", {"username": f"nobody-{n}", "password": "x"}).status_code for n in range(3)
+    ]
     assert statuses == [200, 200, 429]
     locked = client.post("/login/", {"username": account.username, "password": "pw-123456!"})
     assert locked.status_code == 429
     assert b"Too many failed sign-ins" in locked.content
     # Another address signs in to the same account.
-    other = Client(REMOTE_ADDR="192.0.2.51").post("/login/", {"username": account.username, "password": "pw-123456!"})
+    other = Client(REMOTE_ADDR="192.0.2.51").post(
+        "/login/", {"username": account.username, "password": "pw-123456!"}
+    )
     assert other.status_code == 302
 
 
@@ -218,7 +237,11 @@ def test_intake_is_never_subject_to_the_login_lockout(
     for _ in range(3):
         client.post("/login/", {"username": account.username, "password": "wrong"})
     response = APIClient().post(
-        AM, data=body(am_payload()), content_type="application/json", REMOTE_ADDR="192.0.2.60", **bearer(am_token)
+        AM,
+        data=body(am_payload()),
+        content_type="application/json",
+        REMOTE_ADDR="192.0.2.60",
+        **bearer(am_token),
     )
     assert response.status_code == 202
 
@@ -247,6 +270,9 @@ def test_api_token_guessing_is_limited_per_address(
     # The right token from that address waits too (checked before the lookup); elsewhere it works.
     key = viewer._credentials["HTTP_AUTHORIZATION"]  # type: ignore[attr-defined]
     assert APIClient(REMOTE_ADDR=address, HTTP_AUTHORIZATION=key).get("/api/v1/incidents/").status_code == 429
-    assert APIClient(REMOTE_ADDR=token_failures("198.51.100.71"), HTTP_AUTHORIZATION=key).get(
-        "/api/v1/incidents/"
-    ).status_code == 200
+    assert (
+        APIClient(REMOTE_ADDR=token_failures("198.51.100.71"), HTTP_AUTHORIZATION=key)
+        .get("/api/v1/incidents/")
+        .status_code
+        == 200
+    )

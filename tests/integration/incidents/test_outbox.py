@@ -40,12 +40,17 @@ def test_the_sweep_sends_the_never_sent_and_the_lost_once_each(incident: Inciden
     assert dispatch_pending() == 3
     for row in (never_sent, sent_just_now, sent_long_ago, running_alive, running_silent):
         row.refresh_from_db()
-    assert never_sent.dispatches == 1 and never_sent.dispatched_at is not None
-    assert sent_just_now.dispatches == 0 and sent_just_now.dispatched_at == now
-    assert sent_long_ago.dispatches == 1 and sent_long_ago.dispatched_at > now
-    assert running_alive.status == "running" and running_alive.claimed_by == "w:1"
+    assert never_sent.dispatches == 1
+    assert never_sent.dispatched_at is not None
+    assert sent_just_now.dispatches == 0
+    assert sent_just_now.dispatched_at == now
+    assert sent_long_ago.dispatches == 1
+    assert sent_long_ago.dispatched_at > now
+    assert running_alive.status == "running"
+    assert running_alive.claimed_by == "w:1"
     # The silent run is queued again, its claim dropped, and the re-send is audited.
-    assert running_silent.status == "queued" and running_silent.claimed_by == ""
+    assert running_silent.status == "queued"
+    assert running_silent.claimed_by == ""
     assert running_silent.dispatches == 1
     audited = AuditEvent.objects.filter(verb="investigation.redispatched").values_list("target_id", flat=True)
     assert sorted(audited) == sorted([str(sent_long_ago.pk), str(running_silent.pk)])
@@ -57,12 +62,14 @@ def test_a_claim_refuses_a_duplicate_while_its_worker_lives(incident: Incident) 
     first = claim(investigation)
     assert first is not None
     investigation.refresh_from_db()
-    assert investigation.status == "running" and investigation.claimed_by == first
+    assert investigation.status == "running"
+    assert investigation.claimed_by == first
     assert claim(investigation) is None  # a redelivered duplicate while the first run beats
     Investigation.objects.filter(pk=investigation.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
     investigation.refresh_from_db()
     second = claim(investigation)  # the first worker went silent: the run is taken over
-    assert second is not None and second != first
+    assert second is not None
+    assert second != first
     Investigation.objects.filter(pk=investigation.pk).update(status="succeeded")
     investigation.refresh_from_db()
     assert claim(investigation) is None
