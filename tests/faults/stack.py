@@ -4,9 +4,10 @@ redis-server) or the PostgreSQL server of the machine.
 
 Processes (each restarted by dev.py's Supervisor when it dies): the embedded Redis on a free port,
 gunicorn (1 worker x 8 threads, as `dev.py run`), one Celery worker investigating with a prefork pool,
-and the scheduler (`celery beat`). No graph server and no memory worker: the investigations still
-run (without recall or graph projection); what is exercised is intake, the broker, the outbox and the
-workers. Every request goes to 127.0.0.1; every wait is bounded.
+and the scheduler (`celery beat`). The graph server is the caller's (`graph`: the test session's
+ArcadeDB), or none (projection then retries in the background). No memory worker: investigations run
+without recall. What is exercised is intake, the broker, the outbox and the workers. Every request
+goes to 127.0.0.1; every wait is bounded.
 """
 
 from __future__ import annotations
@@ -68,7 +69,12 @@ def alert(n: int, group: int) -> dict[str, Any]:
     """Alertmanager alert number `n` (fingerprint `n` in hex) of group `group`."""
     return {
         "status": "firing",
-        "labels": {"alertname": "HighErrorRate", "severity": "critical", "job": f"shop/svc-{group}", "n": str(n)},
+        "labels": {
+            "alertname": "HighErrorRate",
+            "severity": "critical",
+            "job": f"shop/svc-{group}",
+            "n": str(n),
+        },
         "annotations": {"summary": f"svc-{group} 5xx above 5%"},
         "startsAt": "2024-05-01T10:00:00.123Z",
         "endsAt": "0001-01-01T00:00:00Z",
@@ -103,6 +109,7 @@ class Stack:
     root: Path
     workers: int = 2
     settings: dict[str, str] = field(default_factory=dict)  # extra environment (ROOTLINE_* deadlines)
+    graph: dict[str, str] = field(default_factory=dict)  # NEO4J_URI, NEO4J_USER, ... of a running server
     url: str = ""
     token: str = ""
     env: dict[str, str] = field(default_factory=dict)
@@ -129,7 +136,8 @@ class Stack:
             SECRET_KEY=env.get("SECRET_KEY") or "faults-only-secret-key-" + "x" * 32,
             ROOTLINE_VAR_DIR=str(self.root / "var"),
             QDRANT_PATH=str(self.root / "qdrant"),
-            NEO4J_URI=f"bolt://127.0.0.1:{free_port()}",  # nothing listens: projection retries, harmless
+            # Without `graph` nothing listens there: the projection retries in the background.
+            NEO4J_URI=f"bolt://127.0.0.1:{free_port()}",
             NEO4J_USER="neo4j",
             NEO4J_PASSWORD="unused",
             ROOTLINE_MEMORY_VIA_WORKER="true",  # no memory worker: recall gives up after its timeout
@@ -138,25 +146,31 @@ class Stack:
             ROOTLINE_LOG_FORMAT="text",
             ROOTLINE_HEALTH_PROCESSES="worker,scheduler",  # (no memory worker here)
             PYTHONUNBUFFERED="1",
-            **self.settings,
         )
+        env.update(self.graph)
+        env.update(self.settings)
         self.env = env
         (self.root / "var").mkdir(parents=True, exist_ok=True)
         if self.kind == "postgres":
             self._psql_admin(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
             self._psql_admin(f'CREATE DATABASE "{self.database}"')
-        manage = [sys.executable, "manage.py"]
-        subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True, timeout=180)
+        # One Django start for both steps: migrate, then an intake token (printed once).
+        setup = (
+            "from django.core.management import call_command; call_command('migrate', verbosity=0); "
+            "from rca.incidents.tokens import issue_token; print('token:', issue_token('faults', 'alertmanager').token)"
+        )
         made = subprocess.run(
-            [*manage, "create_intake_token", "faults", "--source", "alertmanager"],
+            [sys.executable, "manage.py", "shell", "-c", setup],
             cwd=REPO,
             env=env,
             check=True,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=180,
         )
-        self.token = next(line.split(": ", 1)[1] for line in made.stdout.splitlines() if line.startswith("token: "))
+        self.token = next(
+            line.split(": ", 1)[1] for line in made.stdout.splitlines() if line.startswith("token: ")
+        )
         logs = self.root / "logs"
         logs.mkdir(exist_ok=True)
         redis_argv = self._dev.embedded_redis_argv(sys.executable, self.root / "redis", self.redis_port)
@@ -168,7 +182,10 @@ class Stack:
         celery = [sys.executable, "-m", "celery", "-A", "celery_app"]
         worker = [*celery, "worker", "--loglevel=INFO", "--without-mingle", "--without-gossip"]
         self.supervisor.start(
-            "worker", [*worker, "--queues=celery", f"--concurrency={self.workers}", "-n", "faults@%h"], env, logs / "worker.log"
+            "worker",
+            [*worker, "--queues=celery", f"--concurrency={self.workers}", "-n", "faults@%h"],
+            env,
+            logs / "worker.log",
         )
         beat = [*celery, "beat", "--loglevel=INFO", f"--schedule={self.root / 'beat-schedule'}"]
         self.supervisor.start("scheduler", beat, env, logs / "scheduler.log")
@@ -232,7 +249,9 @@ class Stack:
         started = time.perf_counter()
         if client is None:
             with httpx.Client(timeout=60) as own:
-                response = own.post(f"{self.url}/api/v1/webhooks/alertmanager/", content=body, headers=headers)
+                response = own.post(
+                    f"{self.url}/api/v1/webhooks/alertmanager/", content=body, headers=headers
+                )
         else:
             response = client.post(f"{self.url}/api/v1/webhooks/alertmanager/", content=body, headers=headers)
         return response.status_code, time.perf_counter() - started, response
@@ -288,16 +307,35 @@ class Stack:
 
     def redispatched(self) -> int:
         """How many times the outbox re-sent a lost investigation."""
-        return int(self.rows("SELECT COUNT(*) FROM incidents_auditevent WHERE verb = 'investigation.redispatched'")[0][0])
+        return int(
+            self.rows("SELECT COUNT(*) FROM incidents_auditevent WHERE verb = 'investigation.redispatched'")[
+                0
+            ][0]
+        )
 
 
 @contextmanager
-def running(kind: str, workers: int = 2, **settings: str) -> Iterator[Stack]:
+def running(
+    kind: str, workers: int = 2, graph: dict[str, str] | None = None, **settings: str
+) -> Iterator[Stack]:
     """A stack of `kind` in a temporary folder, stopped and removed on the way out."""
     root = Path(tempfile.mkdtemp(prefix=f"rootline-faults-{kind}-"))
-    stack = Stack(kind, root, workers=workers, settings=settings)
+    stack = Stack(kind, root, workers=workers, settings=settings, graph=graph or {})
     try:
         yield stack.up()
     finally:
         stack.down()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def graph_env(server: Any) -> dict[str, str]:
+    """The NEO4J_* environment that reaches a running graph server (tests.conftest's ArcadeDB)."""
+    from django.conf import settings
+
+    graph = settings.ROOTLINE_GRAPH
+    return {
+        "NEO4J_URI": server.uri,
+        "NEO4J_USER": graph.user,
+        "NEO4J_PASSWORD": graph.password,
+        "NEO4J_DATABASE": graph.database,
+    }

@@ -8,29 +8,16 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.faults.stack import KINDS, Stack, alert, payload, running
+from tests.faults.stack import Stack, alert, payload
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
-# Deadlines short enough for a test, in the proportions of the defaults (ROOTLINE_*: 30 s, 600 s, 30 s).
-DEADLINES = {
-    "ROOTLINE_HEARTBEAT_STALE_S": "4",
-    "ROOTLINE_REDISPATCH_AFTER_S": "6",
-    "ROOTLINE_SWEEP_EVERY_S": "1",
-}
 # Recorded public cases whose investigation runs for seconds, long enough to be killed mid-run.
 LONG_CASES = {"child": ("nezha", "nezha/2023-01-29/01"), "main": ("nezha", "nezha/2023-01-29/02")}
-
-
-@pytest.fixture(scope="module", params=KINDS)
-def stack(request: pytest.FixtureRequest) -> Iterator[Stack]:
-    with running(request.param, workers=2, **DEADLINES) as up:
-        yield up
 
 
 def post_groups(stack: Stack, prefix: str, groups: int) -> None:
@@ -97,9 +84,13 @@ def test_a_killed_scheduler_is_restarted_and_sweeps_again(stack: Stack) -> None:
     restarts = stack.child("scheduler").restarts
     old = {h["pid"] for h in stack.heartbeats("scheduler")}
     stack.kill("scheduler")
-    stack.watch_until(lambda: stack.child("scheduler").restarts == restarts + 1, 30, "the scheduler restarted")
     stack.watch_until(
-        lambda: any(h["pid"] not in old for h in stack.heartbeats("scheduler")), 60, "the new scheduler's heartbeat"
+        lambda: stack.child("scheduler").restarts == restarts + 1, 30, "the scheduler restarted"
+    )
+    stack.watch_until(
+        lambda: any(h["pid"] not in old for h in stack.heartbeats("scheduler")),
+        60,
+        "the new scheduler's heartbeat",
     )
     # Only the restarted scheduler's sweep can recover these: the broker loses them at once.
     before = stack.redispatched()
