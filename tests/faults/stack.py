@@ -157,7 +157,8 @@ class Stack:
         # One Django start for both steps: migrate, then an intake token (printed once).
         setup = (
             "from django.core.management import call_command; call_command('migrate', verbosity=0); "
-            "from rca.incidents.tokens import issue_token; print('token:', issue_token('faults', 'alertmanager').token)"
+            "from rca.incidents.tokens import issue_token; "
+            "print('token:', issue_token('faults', 'alertmanager').token)"
         )
         made = subprocess.run(
             [sys.executable, "manage.py", "shell", "-c", setup],
