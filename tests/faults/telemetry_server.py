@@ -1,8 +1,7 @@
 """Live telemetry backends for fault tests, as one real HTTP server process.
 
-`python -m tests.faults.telemetry_server PORT FAULT_START [DELAY_S]`: Prometheus paths
-(`/api/v1/...`) answer after DELAY_S (default: at once; a slow Prometheus keeps an investigation
-running long enough to kill its worker mid-run) with one CPU series per service (flat, and for `carts` saturated from
+`python -m tests.integration.faults.telemetry_server PORT FAULT_START`: Prometheus paths
+(`/api/v1/...`) answer at once with one CPU series per service (flat, and for `carts` saturated from
 FAULT_START, epoch seconds); every other path (Loki's `/loki/...`) is a backend that hangs: the
 request is read and then answered only long after any client timeout. It prints "ready" once it
 listens and one line per request (so a test can count them).
@@ -35,7 +34,6 @@ class Backends(BaseHTTPRequestHandler):
     """Prometheus answered from `cpu`; anything else hangs."""
 
     fault_start = 0.0
-    delay_s = 0.0
 
     def do_GET(self) -> None:
         url = urlsplit(self.path)
@@ -43,7 +41,6 @@ class Backends(BaseHTTPRequestHandler):
         if not url.path.startswith("/api/v1/"):
             time.sleep(HANG_S)
             return
-        time.sleep(self.delay_s)
         query = parse_qs(url.query)
         data: Any
         if url.path.endswith("/values"):
@@ -74,7 +71,6 @@ class Backends(BaseHTTPRequestHandler):
 def main() -> None:
     """Serve on 127.0.0.1:PORT until killed."""
     port, Backends.fault_start = int(sys.argv[1]), float(sys.argv[2])
-    Backends.delay_s = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
     server = ThreadingHTTPServer(("127.0.0.1", port), Backends)
     server.daemon_threads = True
     print("ready", flush=True)

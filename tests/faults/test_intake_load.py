@@ -51,7 +51,7 @@ def test_a_burst_of_deliveries_gets_no_5xx_and_loses_nothing(stack: Stack) -> No
     assert statuses == [202] * POSTS
     stored = stack.rows(
         "SELECT fingerprint, COUNT(*) FROM incidents_alert WHERE fingerprint LIKE '0000000000%' "
-        f"GROUP BY fingerprint"
+        "GROUP BY fingerprint"
     )
     expected = {f"{10**7 + n:016x}" for n in distinct}
     assert {fp for fp, _ in stored} >= expected  # nothing lost

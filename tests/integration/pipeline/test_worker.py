@@ -15,8 +15,8 @@ from celery_app.app import app
 from rca.incidents.investigations import run_investigation, telemetry_for
 from rca.incidents.models import Evidence, Hypothesis, Incident, Investigation
 from rca.investigation.engine import investigate
-from tests.integration.api.factories import user
 from tests.faults.worker_app import purge_parked
+from tests.integration.api.factories import user
 from tests.integration.pipeline.worker import start_worker, stop, wait_for, worker_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True), pytest.mark.slow]
