@@ -80,7 +80,8 @@ def sustained(rate: float, seconds: float, database: str, per_post: int, senders
             with running(database, workers=2, graph=graph_env) as stack:
                 print(
                     f"sustained storm on {database}: {rate:.0f} alerts/s for {seconds:.0f} s = {posts} "
-                    f"deliveries of {per_post} alert(s), 1 in {DUPLICATE_EVERY} a re-send; {senders} senders; "
+                    f"deliveries of {per_post} alert(s), 1 in {DUPLICATE_EVERY} a re-send; "
+                    f"{senders} senders; "
                     f"2 workers investigating; machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
@@ -109,13 +110,15 @@ def sustained(rate: float, seconds: float, database: str, per_post: int, senders
                 lost = len(expected - set(stored))
                 doubled = sum(count - 1 for count in stored.values())
                 print(
-                    f"  sent {posts} deliveries ({posts * per_post} alerts, {len(expected)} distinct) in {took:.1f} s: "
+                    f"  sent {posts} deliveries ({posts * per_post} alerts, {len(expected)} distinct) "
+                    f"in {took:.1f} s: "
                     f"{posts * per_post / took:.0f} alerts/s achieved"
                 )
                 print(f"  5xx: {fivexx}; any non-202: {refused}")
                 print(
                     f"  latency: p50 {statistics.median(latencies) * 1000:.0f} ms, "
-                    f"p95 {latencies[int(0.95 * (len(latencies) - 1))] * 1000:.0f} ms, max {latencies[-1] * 1000:.0f} ms"
+                    f"p95 {latencies[int(0.95 * (len(latencies) - 1))] * 1000:.0f} ms, "
+                    f"max {latencies[-1] * 1000:.0f} ms"
                 )
                 print(f"  alerts lost: {lost}; duplicated: {doubled}")
                 return 0 if refused == lost == doubled == 0 else 1
