@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
@@ -175,4 +176,9 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
         if not hmac.compare_digest(given.encode(), expected.encode()):
             denied = "a bearer token is required for /metrics\n"
             return HttpResponse(denied, status=401, content_type="text/plain")
-    return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)
+    try:
+        body = generate_latest(REGISTRY)
+    except DatabaseError as exc:  # the source of truth is down: say so at once, /healthz says more
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return HttpResponse(f"database unavailable: {reason}\n", status=503, content_type="text/plain")
+    return HttpResponse(body, content_type=CONTENT_TYPE_LATEST)
