@@ -45,8 +45,6 @@ DUPLICATE_EVERY = 5  # every fifth delivery re-sends an earlier one
 
 def sustained(rate: float, seconds: float, database: str, per_post: int, senders: int) -> int:
     """The `--rate` mode (see the module docstring); 0 when nothing was refused, lost or doubled."""
-    import httpx
-
     from graphstore.launcher import ArcadeServer
     from tests.faults.stack import free_port, running
 
@@ -85,20 +83,8 @@ def sustained(rate: float, seconds: float, database: str, per_post: int, senders
                     f"2 workers investigating; machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
-                results: list[tuple[int, float]] = []
-                lock = threading.Lock()
-                start = time.monotonic() + 0.5
-
-                def send(offset: int) -> None:
-                    with httpx.Client(timeout=60) as client:
-                        for i in range(offset, posts, senders):
-                            time.sleep(max(0.0, start + i * per_post / rate - time.monotonic()))
-                            status, took, _ = stack.post(body(plan[i]), client)
-                            with lock:
-                                results.append((status, took))
-
-                with ThreadPoolExecutor(senders) as pool:
-                    list(pool.map(send, range(senders)))
+                start = time.monotonic()
+                results = stack.send_on_schedule([body(n) for n in plan], rate / per_post, senders)
                 took = time.monotonic() - start
                 latencies = sorted(t for _, t in results)
                 refused = sum(1 for status, _ in results if status != 202)

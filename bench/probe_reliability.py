@@ -18,7 +18,6 @@ import socket
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -89,28 +88,7 @@ def storm(
         payload(f"{tag}-{n % 40}", [alert(hash(tag) % 10**6 * 10**4 + n % distinct, n % 40)])
         for n in range(posts)
     ]
-    results: list[tuple[int, float]] = []
-    lock = threading.Lock()
-    start = time.monotonic() + 0.2
-    senders = 32
-
-    def send(offset: int) -> None:
-        with httpx.Client(timeout=60) as client:
-            for i in range(offset, posts, senders):
-                time.sleep(max(0.0, start + i * seconds / posts - time.monotonic()))
-                headers = {
-                    "Authorization": f"Bearer {tokens[i % len(tokens)]}",
-                    "Content-Type": "application/json",
-                }
-                began = time.perf_counter()
-                response = client.post(
-                    f"{stack.url}/api/v1/webhooks/alertmanager/", content=bodies[i], headers=headers
-                )
-                with lock:
-                    results.append((response.status_code, time.perf_counter() - began))
-
-    with ThreadPoolExecutor(senders) as pool:
-        list(pool.map(send, range(senders)))
+    results = stack.send_on_schedule(bodies, posts / seconds, 32, tokens)
     return [s for s, _ in results], sorted(t for _, t in results)
 
 

@@ -22,8 +22,10 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -261,6 +263,35 @@ class Stack:
         """Open the incident of a recorded public case (`manage.py import_case`): a real investigation."""
         command = [sys.executable, "manage.py", "import_case", dataset, case, "--data", str(data)]
         subprocess.run(command, cwd=REPO, env=self.env, check=True, capture_output=True, timeout=120)
+
+    def send_on_schedule(
+        self, bodies: Sequence[bytes], per_second: float, senders: int, tokens: Sequence[str] = ()
+    ) -> list[tuple[int, float]]:
+        """Deliver `bodies` at `per_second` on a fixed schedule (open loop: a slow answer does not slow
+        the sending) from `senders` threads, round-robin over `tokens` (default: the stack's); each
+        delivery's (status, seconds), in completion order."""
+        keys = list(tokens) or [self.token]
+        results: list[tuple[int, float]] = []
+        lock = threading.Lock()
+        start = time.monotonic() + 0.2
+        url = f"{self.url}/api/v1/webhooks/alertmanager/"
+
+        def send(offset: int) -> None:
+            with httpx.Client(timeout=60) as client:
+                for i in range(offset, len(bodies), senders):
+                    time.sleep(max(0.0, start + i / per_second - time.monotonic()))
+                    headers = {
+                        "Authorization": f"Bearer {keys[i % len(keys)]}",
+                        "Content-Type": "application/json",
+                    }
+                    began = time.perf_counter()
+                    status = client.post(url, content=bodies[i], headers=headers).status_code
+                    with lock:
+                        results.append((status, time.perf_counter() - began))
+
+        with ThreadPoolExecutor(senders) as pool:
+            list(pool.map(send, range(senders)))
+        return results
 
     def get(self, path: str, timeout: float = 30) -> tuple[int, float, httpx.Response]:
         """GET `path`; (status, seconds, response)."""

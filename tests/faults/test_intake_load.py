@@ -7,11 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 import statistics
-import threading
-import time
-from concurrent.futures import ThreadPoolExecutor
 
-import httpx
 import pytest
 
 from tests.faults.stack import Stack, alert, payload
@@ -27,20 +23,7 @@ def test_a_burst_of_deliveries_gets_no_5xx_and_loses_nothing(stack: Stack) -> No
     distinct = [n for n in range(POSTS) if n % DUPLICATE_EVERY]
     plan = [n if n % DUPLICATE_EVERY else distinct[n // DUPLICATE_EVERY] for n in range(POSTS)]
     bodies = [payload(f"load-{n % 20}", [alert(10**7 + n, n % 20)]) for n in plan]
-    results: list[tuple[int, float]] = []
-    lock = threading.Lock()
-    start = time.monotonic() + 0.2
-
-    def sender(offset: int) -> None:
-        with httpx.Client(timeout=30) as client:
-            for i in range(offset, POSTS, SENDERS):
-                time.sleep(max(0.0, start + i / RATE - time.monotonic()))  # open loop: on schedule
-                status, took, _ = stack.post(bodies[i], client)
-                with lock:
-                    results.append((status, took))
-
-    with ThreadPoolExecutor(SENDERS) as pool:
-        list(pool.map(sender, range(SENDERS)))
+    results = stack.send_on_schedule(bodies, RATE, SENDERS)
     statuses = [status for status, _ in results]
     latencies = sorted(took for _, took in results)
     p95 = latencies[int(0.95 * (len(latencies) - 1))]
