@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from celery.signals import beat_init, worker_ready
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from celery_app.app import app
@@ -32,31 +33,46 @@ def ping(payload: str = "pong") -> dict[str, str]:
 
 @app.task(
     name="rootline.investigate",
+    bind=True,
     autoretry_for=DATABASE_ERRORS,  # the database restarting under us
     retry_backoff=True,
     retry_backoff_max=60,
     max_retries=8,
     **RELIABLE,
 )
-def investigate(investigation_id: int) -> dict[str, Any]:
+def investigate(self: Any, investigation_id: int) -> dict[str, Any]:
     """Run one investigation (seeded by recall of similar past incidents), then queue its projection
-    into the graph and the incident's indexing in memory."""
+    into the graph and the incident's indexing in memory.
+
+    A copy that finds the investigation running under another worker's live claim (a redelivery
+    while that worker's heartbeat is not yet stale, or a re-send) looks again a stale period later:
+    by then the run has finished, or its worker is known dead and this copy runs it."""
     from rca.incidents.investigations import run_investigation
     from rca.incidents.models import Investigation
+    from rca.incidents.outbox import done_or_taken
     from rca.memory.index import recall_for
 
     try:
-        incident = Investigation.objects.select_related("incident").get(pk=investigation_id).incident
-        with bind(incident.pk, investigation_id):
-            priors, note = recall_for(incident)
-            investigation = run_investigation(investigation_id, priors=priors, recall_note=note)
+        investigation = Investigation.objects.select_related("incident").get(pk=investigation_id)
+        incident = investigation.incident
+        if investigation.status != Investigation.Status.SUCCEEDED:
+            if done_or_taken(investigation):  # a copy while another worker runs it: one query
+                if investigation.status == Investigation.Status.RUNNING:
+                    raise self.retry(countdown=settings.ROOTLINE_RELIABILITY.heartbeat_stale_s)
+                return {"investigation": investigation_id, "status": investigation.status, "duplicate": True}
+            with bind(incident.pk, investigation_id):
+                priors, note = recall_for(incident)
+                investigation = run_investigation(investigation_id, priors=priors, recall_note=note)
     except Investigation.DoesNotExist:
         log.warning("investigation %s no longer exists; nothing to do", investigation_id)
         return {"investigation": investigation_id, "status": "missing"}
-    # Queued even when a redelivery found the result already stored: a worker that died between
-    # storing and queueing must not leave the graph and memory behind. Both steps are idempotent.
-    project_graph.delay(investigation.pk)
-    index_memory.delay(investigation.incident_id)
+    # Queued too when a redelivery found the result already stored, if a step is still pending: a worker
+    # that died between storing and queueing must not leave the graph and memory behind (both steps
+    # are idempotent, and a duplicate of a finished investigation costs no more than this).
+    if investigation.projected_at is None:
+        project_graph.delay(investigation.pk)
+    if investigation.indexed_at is None:
+        index_memory.delay(investigation.incident_id)
     return {"investigation": investigation.pk, "status": investigation.status, "exit": investigation.exit}
 
 

@@ -85,16 +85,27 @@ def is_stuck(investigation: Investigation) -> bool:
     return stuck().filter(pk=investigation.pk).exists()
 
 
+def _due(investigation: Investigation, now: datetime) -> bool:
+    """A stuck investigation is re-sent after the deadline, then after twice as long, and so on: in a
+    long backlog (tasks only waiting their turn) each one is re-sent a few times, not every sweep."""
+    if investigation.status != Investigation.Status.QUEUED or investigation.dispatched_at is None:
+        return True  # a silent run: its worker is gone
+    wait = settings.ROOTLINE_RELIABILITY.redispatch_after_s * 2 ** max(investigation.dispatches - 1, 0)
+    return investigation.dispatched_at < now - timedelta(seconds=wait)
+
+
 def dispatch_pending(limit: int = 500) -> int:
     """Send every queued investigation the broker never received, then re-send the stuck ones (oldest
-    first); returns how many were sent."""
+    first, each one less often the more it was sent: `_due`); returns how many were sent."""
     never_sent = Investigation.objects.filter(status=Investigation.Status.QUEUED, dispatched_at__isnull=True)
     sent = 0
     for pk in never_sent.order_by("created_at", "pk").values_list("pk", flat=True)[:limit]:
         if not dispatch(pk):
             return sent  # the broker is still down: try again next sweep
         sent += 1
-    for investigation in stuck().order_by("created_at", "pk")[: max(limit - sent, 0)]:
+    now = timezone.now()
+    due = [inv for inv in stuck().order_by("created_at", "pk") if _due(inv, now)]
+    for investigation in due[: max(limit - sent, 0)]:
         was = investigation.status
         # Back to queued (a silent run's claim is dropped), only if nothing changed it meanwhile.
         reset = Investigation.objects.filter(
@@ -129,18 +140,24 @@ def worker_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-def claim(investigation: Investigation) -> str | None:
-    """Claim a locked investigation row for this run (status running, claimed, heartbeat now); returns
-    the claim, or None when it must not run: succeeded already, claimed by a live worker, or abandoned
-    for a re-run. The caller holds the row lock (select_for_update) and saves nothing else."""
+def done_or_taken(investigation: Investigation) -> bool:
+    """Whether a task for this investigation has nothing to do: it succeeded already, a live worker
+    runs it, or a re-run replaced it."""
     if investigation.status == Investigation.Status.SUCCEEDED:
-        return None
+        return True
     if investigation.status == Investigation.Status.RUNNING and not is_stuck(investigation):
         log.info(
             "investigation %s is being run by %s: not run twice", investigation.pk, investigation.claimed_by
         )
-        return None
-    if investigation.status == Investigation.Status.FAILED and investigation.error.startswith(ABANDONED):
+        return True
+    return investigation.status == Investigation.Status.FAILED and investigation.error.startswith(ABANDONED)
+
+
+def claim(investigation: Investigation) -> str | None:
+    """Claim a locked investigation row for this run (status running, claimed, heartbeat now); returns
+    the claim, or None when it must not run (`done_or_taken`). The caller holds the row lock
+    (select_for_update) and saves nothing else."""
+    if done_or_taken(investigation):
         return None
     now = timezone.now()
     mine = worker_identity()

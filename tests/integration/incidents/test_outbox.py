@@ -73,3 +73,19 @@ def test_a_claim_refuses_a_duplicate_while_its_worker_lives(incident: Incident) 
     Investigation.objects.filter(pk=investigation.pk).update(status="succeeded")
     investigation.refresh_from_db()
     assert claim(investigation) is None
+
+
+def test_a_backlogged_investigation_is_re_sent_less_often_each_time(incident: Incident) -> None:
+    """Re-sent after the deadline (600 s by default), then after twice as long: a long queue of tasks
+    that are only waiting their turn does not fill the broker with copies."""
+    twenty_minutes_ago = timezone.now() - timedelta(minutes=20)
+    once = incident.investigations.create(
+        attempt_key="x:1", status="queued", dispatched_at=twenty_minutes_ago, dispatches=1
+    )
+    thrice = incident.investigations.create(
+        attempt_key="x:2", status="queued", dispatched_at=twenty_minutes_ago, dispatches=3
+    )
+    assert dispatch_pending() == 1  # 20 min > 600 s x 2^0; not > 600 s x 2^2
+    once.refresh_from_db()
+    thrice.refresh_from_db()
+    assert (once.dispatches, thrice.dispatches) == (2, 3)
