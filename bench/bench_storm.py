@@ -31,11 +31,9 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 from stack import alert, integrity, investigations_summary, payload, running_stack, wait_drained
 
@@ -45,8 +43,7 @@ DUPLICATE_EVERY = 5  # every fifth delivery re-sends an earlier one
 
 def sustained(rate: float, seconds: float, database: str, per_post: int, senders: int) -> int:
     """The `--rate` mode (see the module docstring); 0 when nothing was refused, lost or doubled."""
-    from graphstore.launcher import ArcadeServer
-    from tests.faults.stack import free_port, running
+    from tests.faults.stack import own_graph, running
 
     # The PostgreSQL database is `bench_storm_faults` beside the suite's (dropped afterwards).
     os.environ["DATABASE_URL"] = "postgres://postgres@127.0.0.1:5432/bench_storm"
@@ -58,58 +55,37 @@ def sustained(rate: float, seconds: float, database: str, per_post: int, senders
         alerts = [alert(n * per_post + k) for k in range(per_post)]
         return payload((n * per_post) // GROUP, alerts)
 
-    with tempfile.TemporaryDirectory(prefix="rootline-storm-graph-") as graph_dir:
-        graph = ArcadeServer(
-            root=Path(graph_dir),
-            bolt_port=free_port(),
-            http_port=free_port(),
-            password="bench-graph-pw",
-            database="rootline",
-            heap="512m",
+    with own_graph() as (_, graph_env), running(database, workers=2, graph=graph_env) as stack:
+        print(
+            f"sustained storm on {database}: {rate:.0f} alerts/s for {seconds:.0f} s = {posts} "
+            f"deliveries of {per_post} alert(s), 1 in {DUPLICATE_EVERY} a re-send; "
+            f"{senders} senders; "
+            f"2 workers investigating; machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}",
+            flush=True,
         )
-        graph.start()
-        graph_env = {
-            "NEO4J_URI": graph.uri,
-            "NEO4J_USER": "root",
-            "NEO4J_PASSWORD": "bench-graph-pw",
-            "NEO4J_DATABASE": "rootline",
-        }
-        try:
-            with running(database, workers=2, graph=graph_env) as stack:
-                print(
-                    f"sustained storm on {database}: {rate:.0f} alerts/s for {seconds:.0f} s = {posts} "
-                    f"deliveries of {per_post} alert(s), 1 in {DUPLICATE_EVERY} a re-send; "
-                    f"{senders} senders; "
-                    f"2 workers investigating; machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}",
-                    flush=True,
-                )
-                start = time.monotonic()
-                results = stack.send_on_schedule([body(n) for n in plan], rate / per_post, senders)
-                took = time.monotonic() - start
-                latencies = sorted(t for _, t in results)
-                refused = sum(1 for status, _ in results if status != 202)
-                fivexx = sum(1 for status, _ in results if status >= 500)
-                expected = {f"{n * per_post + k:016x}" for n in distinct_posts for k in range(per_post)}
-                stored = dict(
-                    stack.rows("SELECT fingerprint, COUNT(*) FROM incidents_alert GROUP BY fingerprint")
-                )
-                lost = len(expected - set(stored))
-                doubled = sum(count - 1 for count in stored.values())
-                print(
-                    f"  sent {posts} deliveries ({posts * per_post} alerts, {len(expected)} distinct) "
-                    f"in {took:.1f} s: "
-                    f"{posts * per_post / took:.0f} alerts/s achieved"
-                )
-                print(f"  5xx: {fivexx}; any non-202: {refused}")
-                print(
-                    f"  latency: p50 {statistics.median(latencies) * 1000:.0f} ms, "
-                    f"p95 {latencies[int(0.95 * (len(latencies) - 1))] * 1000:.0f} ms, "
-                    f"max {latencies[-1] * 1000:.0f} ms"
-                )
-                print(f"  alerts lost: {lost}; duplicated: {doubled}")
-                return 0 if refused == lost == doubled == 0 else 1
-        finally:
-            graph.stop()
+        start = time.monotonic()
+        results = stack.send_on_schedule([body(n) for n in plan], rate / per_post, senders)
+        took = time.monotonic() - start
+        latencies = sorted(t for _, t in results)
+        refused = sum(1 for status, _ in results if status != 202)
+        fivexx = sum(1 for status, _ in results if status >= 500)
+        expected = {f"{n * per_post + k:016x}" for n in distinct_posts for k in range(per_post)}
+        stored = dict(stack.rows("SELECT fingerprint, COUNT(*) FROM incidents_alert GROUP BY fingerprint"))
+        lost = len(expected - set(stored))
+        doubled = sum(count - 1 for count in stored.values())
+        print(
+            f"  sent {posts} deliveries ({posts * per_post} alerts, {len(expected)} distinct) "
+            f"in {took:.1f} s: "
+            f"{posts * per_post / took:.0f} alerts/s achieved"
+        )
+        print(f"  5xx: {fivexx}; any non-202: {refused}")
+        print(
+            f"  latency: p50 {statistics.median(latencies) * 1000:.0f} ms, "
+            f"p95 {latencies[int(0.95 * (len(latencies) - 1))] * 1000:.0f} ms, "
+            f"max {latencies[-1] * 1000:.0f} ms"
+        )
+        print(f"  alerts lost: {lost}; duplicated: {doubled}")
+        return 0 if refused == lost == doubled == 0 else 1
 
 
 def main() -> int:

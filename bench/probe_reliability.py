@@ -3,9 +3,9 @@
 Usage: .venv/bin/python bench/probe_reliability.py [--database sqlite|postgres] [--rows 1,2,...]
 
 Runs on the supervised stack of tests/faults/stack.py (by default the embedded default: a SQLite file
-and the embedded Redis, as `dev.py run`), with no graph server listening (the "graph server stopped"
-row) and the installation's default deadlines except the outbox's, shortened so a lost investigation
-is re-sent within the probe (ROOTLINE_REDISPATCH_AFTER_S=10, ROOTLINE_HEARTBEAT_STALE_S=10,
+and the embedded Redis, as `dev.py run`) with an ArcadeDB graph server of its own, which the "graph
+server stopped" row stops, and the installation's default deadlines except the outbox's, shortened
+so a lost investigation is re-sent within the probe (ROOTLINE_REDISPATCH_AFTER_S=10, ROOTLINE_HEARTBEAT_STALE_S=10,
 ROOTLINE_SWEEP_EVERY_S=2). Every request goes to 127.0.0.1, every loop is bounded in count and time.
 """
 
@@ -22,18 +22,20 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.faults.stack import REPO, Stack, alert, payload, running
+from tests.faults.stack import REPO, Stack, alert, own_graph, payload, running
 
 PASSWORD = "probe-pw-1234567"
 # The stack trusts one proxy (ROOTLINE_NUM_PROXIES=1), so each row can speak from an address of its own
 # (documentation range), as senders behind a proxy do.
 FROM_8 = {"X-Forwarded-For": "198.51.100.8"}
 ROWS: list[tuple[str, str, Callable[[Stack, dict[str, str]], str]]] = []
+GRAPH: list[Any] = []  # the probe's graph server, for the row that stops it
 
 
 def row(probe: str, today: str) -> Callable[[Callable[[Stack, dict[str, str]], str]], Callable[..., str]]:
@@ -208,6 +210,7 @@ def beat_killed(stack: Stack, secrets: dict[str, str]) -> str:
     "/metrics 6 s with Redis down",
 )
 def graph_stopped(stack: Stack, secrets: dict[str, str]) -> str:
+    GRAPH[0].stop()
     code, took, response = stack.get("/healthz")
     single = (
         f"/healthz {code} in {took:.2f} s (graph: {response.json()['checks']['graph']['detail'][:40]}...)"
@@ -414,7 +417,11 @@ def main() -> int:
         "ROOTLINE_SWEEP_EVERY_S": "2",
         "ROOTLINE_NUM_PROXIES": "1",
     }
-    with running(args.database, workers=2, **settings) as stack:
+    with (
+        own_graph() as (graph, graph_env),
+        running(args.database, workers=2, graph=graph_env, **settings) as stack,
+    ):
+        GRAPH.append(graph)
         secrets = accounts(stack)
         print(
             f"| # | probe | result before (issue #23) | result now ({args.database}, "

