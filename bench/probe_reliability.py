@@ -6,7 +6,8 @@ Runs on the supervised stack of tests/faults/stack.py (by default the embedded d
 and the embedded Redis, as `dev.py run`) with an ArcadeDB graph server of its own, which the "graph
 server stopped" row stops, and the installation's default deadlines except the outbox's, shortened
 so a lost investigation is re-sent within the probe (ROOTLINE_REDISPATCH_AFTER_S=10,
-ROOTLINE_HEARTBEAT_STALE_S=10, ROOTLINE_SWEEP_EVERY_S=2). Every request goes to 127.0.0.1, every loop is bounded in count and time.
+ROOTLINE_HEARTBEAT_STALE_S=10, ROOTLINE_SWEEP_EVERY_S=2). Every request goes to 127.0.0.1, every
+loop is bounded in count and time.
 """
 
 from __future__ import annotations
