@@ -25,7 +25,7 @@ from tests.faults.worker_app import purge_parked
 from tests.integration.pipeline.worker import start_worker, stop, wait_for, worker_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-DATA = Path(__file__).resolve().parents[4] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 CASE = ("rcd-sockshop", "rcd/carts-cpu/1")  # a dev case the engine explains confidently: carts
 ALIAS = "private"  # this process's connection to the test's own cluster
 

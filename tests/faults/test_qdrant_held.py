@@ -19,7 +19,7 @@ from tests.faults.worker_app import purge_parked
 from tests.integration.pipeline.worker import start_worker, stop, wait_for, worker_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True), pytest.mark.slow]
-DATA = Path(__file__).resolve().parents[4] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 CASE = ("rcd-sockshop", "rcd/carts-cpu/1")
 HOLD = (
     "import sys; from qdrant_client import QdrantClient; "
