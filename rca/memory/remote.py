@@ -27,12 +27,11 @@ def call(task: str, *args: Any) -> Any:
 
     The worker's tasks answer `{"result": ...}` or `{"unavailable": reason}` (the store itself failed).
     """
+    from celery import current_app as app  # celery_app is loaded as a Django app (rca.incidents.sending)
     from celery.exceptions import TimeoutError as CeleryTimeout
     from django.conf import settings
     from kombu.exceptions import OperationalError
     from redis.exceptions import RedisError
-
-    from celery_app.app import app
 
     timeout = settings.ROOTLINE_MEMORY_TIMEOUT_S
     try:
