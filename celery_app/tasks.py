@@ -10,7 +10,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from celery.signals import worker_ready
+from celery.signals import beat_init, worker_ready
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from celery_app.app import app
@@ -32,46 +33,81 @@ def ping(payload: str = "pong") -> dict[str, str]:
 
 @app.task(
     name="rootline.investigate",
+    bind=True,
     autoretry_for=DATABASE_ERRORS,  # the database restarting under us
     retry_backoff=True,
     retry_backoff_max=60,
     max_retries=8,
     **RELIABLE,
 )
-def investigate(investigation_id: int) -> dict[str, Any]:
+def investigate(self: Any, investigation_id: int) -> dict[str, Any]:
     """Run one investigation (seeded by recall of similar past incidents), then queue its projection
-    into the graph and the incident's indexing in memory."""
+    into the graph and the incident's indexing in memory.
+
+    A copy that finds the investigation running under another worker's live claim (a redelivery
+    while that worker's heartbeat is not yet stale, or a re-send) looks again a stale period later:
+    by then the run has finished, or its worker is known dead and this copy runs it."""
     from rca.incidents.investigations import run_investigation
     from rca.incidents.models import Investigation
+    from rca.incidents.outbox import done_or_taken
     from rca.memory.index import recall_for
 
     try:
-        incident = Investigation.objects.select_related("incident").get(pk=investigation_id).incident
-        with bind(incident.pk, investigation_id):
-            priors, note = recall_for(incident)
-            investigation = run_investigation(investigation_id, priors=priors, recall_note=note)
+        investigation = Investigation.objects.select_related("incident").get(pk=investigation_id)
+        incident = investigation.incident
+        if investigation.status != Investigation.Status.SUCCEEDED:
+            if done_or_taken(investigation):  # a copy while another worker runs it: one query
+                if investigation.status == Investigation.Status.RUNNING:
+                    raise self.retry(countdown=settings.ROOTLINE_RELIABILITY.heartbeat_stale_s)
+                return {"investigation": investigation_id, "status": investigation.status, "duplicate": True}
+            with bind(incident.pk, investigation_id):
+                priors, note = recall_for(incident)
+                investigation = run_investigation(investigation_id, priors=priors, recall_note=note)
     except Investigation.DoesNotExist:
         log.warning("investigation %s no longer exists; nothing to do", investigation_id)
         return {"investigation": investigation_id, "status": "missing"}
-    # Queued even when a redelivery found the result already stored: a worker that died between
-    # storing and queueing must not leave the graph and memory behind. Both steps are idempotent.
-    project_graph.delay(investigation.pk)
-    index_memory.delay(investigation.incident_id)
+    # Queued too when a redelivery found the result already stored, if a step is still pending: a worker
+    # that died between storing and queueing must not leave the graph and memory behind (both steps
+    # are idempotent, and a duplicate of a finished investigation costs no more than this).
+    if investigation.projected_at is None:
+        project_graph.delay(investigation.pk)
+    if investigation.indexed_at is None:
+        index_memory.delay(investigation.incident_id)
     return {"investigation": investigation.pk, "status": investigation.status, "exit": investigation.exit}
 
 
 @app.task(name="rootline.dispatch_pending", autoretry_for=DATABASE_ERRORS, max_retries=3)
 def dispatch_pending() -> dict[str, int]:
-    """The intake outbox's sweep (run by beat): send queued investigations the broker never got."""
-    from rca.incidents.investigations import dispatch_pending as sweep
+    """The outbox's sweep (run by beat): send queued investigations the broker never got, and again
+    those whose task was lost (rca.incidents.outbox)."""
+    from rca.incidents.outbox import dispatch_pending as sweep
 
     return {"sent": sweep()}
 
 
 @worker_ready.connect
+def _beat_as_worker(sender: Any = None, **_: Any) -> None:
+    """A worker says it is alive, once per role its queues give it, for /healthz (rca.heartbeats)."""
+    from rca.heartbeats import QUEUE_ROLES, start
+
+    queues = sender.app.amqp.queues.consume_from if sender is not None else {}
+    roles = tuple(QUEUE_ROLES[q] for q in queues if q in QUEUE_ROLES)
+    if roles:
+        start(roles)
+
+
+@beat_init.connect
+def _beat_as_scheduler(**_: Any) -> None:
+    """The scheduler says it is alive, for /healthz (rca.heartbeats)."""
+    from rca.heartbeats import start
+
+    start(("scheduler",))
+
+
+@worker_ready.connect
 def _sweep_on_start(**_: Any) -> None:
     """A worker coming up (often: the broker just came back) sends what intake could not."""
-    from rca.incidents.investigations import dispatch_pending as sweep
+    from rca.incidents.outbox import dispatch_pending as sweep
 
     try:
         sent = sweep()

@@ -28,6 +28,7 @@ REFUSAL_STATUS = {
     ApprovalError.FORBIDDEN: 403,
     ApprovalError.ABOVE_ALLOWED_TIER: 403,
     ApprovalError.ALREADY_DECIDED: 409,
+    ApprovalError.SUPERSEDED: 409,
     ApprovalError.REASON_REQUIRED: 400,
 }
 

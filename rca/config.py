@@ -114,6 +114,8 @@ class Config:
     intake_rate: str = "1200/min"  # requests per intake token (rca.api.throttling)
     intake_failure_rate: str = "60/min"  # failed intake authentications per client address
     num_proxies: int = 0  # reverse proxies in front that append to X-Forwarded-For
+    reliability: ReliabilityConfig = field(default_factory=lambda: ReliabilityConfig())
+    security: SecurityConfig = field(default_factory=lambda: SecurityConfig())
 
 
 _RATE_UNITS = {
@@ -237,6 +239,97 @@ def actions_config(env: Mapping[str, str], integrations: Mapping[str, Any]) -> A
     )
 
 
+# --- reliability and security (issue #23): health deadlines, stuck-investigation recovery, intake
+# under load, login throttling, TLS cookies. Kept in one block of its own.
+
+
+@dataclass(frozen=True)
+class ReliabilityConfig:
+    """Deadlines that keep health checks, investigations and intake from waiting forever."""
+
+    health_timeout_s: float = 2.0  # each dependency check's deadline
+    health_cache_s: float = 1.0  # a burst of probes within this costs one round of checks
+    # Which supervised processes /healthz expects a heartbeat from; None: derived (see rca.heartbeats).
+    health_processes: tuple[str, ...] | None = None
+    heartbeat_stale_s: float = 30.0  # a worker / scheduler / running investigation silent this long is gone
+    redispatch_after_s: float = 600.0  # a queued investigation handed to the broker this long ago is re-sent
+    sweep_every_s: float = 30.0  # how often beat runs the outbox and recovery sweep
+    sqlite_busy_timeout_s: float = 5.0  # how long a SQLite writer waits for the lock
+    intake_lock_retries: int = 3  # intake transactions retried on a database lock before 503
+    intake_retry_after_s: int = 2  # the Retry-After of that 503
+
+
+@dataclass(frozen=True)
+class SecurityConfig:
+    """Failed-login throttling and the settings of a TLS deployment."""
+
+    login_failure_limit: int = 10  # failed logins per account, and per address, before a lockout
+    login_lockout_s: int = 900
+    api_token_failure_rate: str = "30/min"  # noqa: S105  (a rate: failed API-token authentications per address)
+    session_cookie_secure: bool = False
+    csrf_cookie_secure: bool = False
+    hsts_seconds: int = 0
+    hsts_include_subdomains: bool = False
+    hsts_preload: bool = False
+    ssl_redirect: bool = False
+    trust_forwarded_proto: bool = False  # the proxy in front sets X-Forwarded-Proto: https
+
+
+HEALTH_PROCESSES = ("worker", "memory-worker", "scheduler")
+
+
+def reliability_config(env: Mapping[str, str]) -> ReliabilityConfig:
+    """ROOTLINE_HEALTH_*, ROOTLINE_HEARTBEAT_STALE_S, ROOTLINE_REDISPATCH_AFTER_S, ROOTLINE_SWEEP_EVERY_S,
+    ROOTLINE_SQLITE_BUSY_TIMEOUT_S, ROOTLINE_INTAKE_LOCK_RETRIES, ROOTLINE_INTAKE_RETRY_AFTER_S."""
+    d = ReliabilityConfig()
+    raw = read.text(env, "ROOTLINE_HEALTH_PROCESSES")
+    processes: tuple[str, ...] | None = None
+    if raw is not None:
+        processes = () if raw.lower() == "none" else tuple(p.strip() for p in raw.split(",") if p.strip())
+        unknown = [p for p in processes if p not in HEALTH_PROCESSES]
+        if unknown:
+            raise ConfigError(
+                f"ROOTLINE_HEALTH_PROCESSES names {', '.join(unknown)}: use none or any of "
+                f"{', '.join(HEALTH_PROCESSES)}"
+            )
+    cache = read.text(env, "ROOTLINE_HEALTH_CACHE_S")
+    return ReliabilityConfig(
+        health_timeout_s=read.positive_number(env, "ROOTLINE_HEALTH_TIMEOUT_S", d.health_timeout_s),
+        # 0 turns the cache off (tests that watch a dependency go down and come back).
+        health_cache_s=0.0
+        if cache == "0"
+        else read.positive_number(env, "ROOTLINE_HEALTH_CACHE_S", d.health_cache_s),
+        health_processes=processes,
+        heartbeat_stale_s=read.positive_number(env, "ROOTLINE_HEARTBEAT_STALE_S", d.heartbeat_stale_s),
+        redispatch_after_s=read.positive_number(env, "ROOTLINE_REDISPATCH_AFTER_S", d.redispatch_after_s),
+        sweep_every_s=read.positive_number(env, "ROOTLINE_SWEEP_EVERY_S", d.sweep_every_s),
+        sqlite_busy_timeout_s=read.positive_number(
+            env, "ROOTLINE_SQLITE_BUSY_TIMEOUT_S", d.sqlite_busy_timeout_s
+        ),
+        intake_lock_retries=read.whole_number(env, "ROOTLINE_INTAKE_LOCK_RETRIES", d.intake_lock_retries, 0),
+        intake_retry_after_s=read.whole_number(env, "ROOTLINE_INTAKE_RETRY_AFTER_S", d.intake_retry_after_s),
+    )
+
+
+def security_config(env: Mapping[str, str]) -> SecurityConfig:
+    """ROOTLINE_LOGIN_*, ROOTLINE_API_TOKEN_FAILURE_RATE, and the TLS settings under Django's names:
+    SESSION_COOKIE_SECURE, CSRF_COOKIE_SECURE, SECURE_HSTS_SECONDS, SECURE_HSTS_INCLUDE_SUBDOMAINS,
+    SECURE_HSTS_PRELOAD, SECURE_SSL_REDIRECT, ROOTLINE_TRUST_X_FORWARDED_PROTO."""
+    d = SecurityConfig()
+    return SecurityConfig(
+        login_failure_limit=read.whole_number(env, "ROOTLINE_LOGIN_FAILURE_LIMIT", d.login_failure_limit),
+        login_lockout_s=read.whole_number(env, "ROOTLINE_LOGIN_LOCKOUT_S", d.login_lockout_s),
+        api_token_failure_rate=_rate(env, "ROOTLINE_API_TOKEN_FAILURE_RATE", d.api_token_failure_rate),
+        session_cookie_secure=read.flag(env, "SESSION_COOKIE_SECURE", d.session_cookie_secure),
+        csrf_cookie_secure=read.flag(env, "CSRF_COOKIE_SECURE", d.csrf_cookie_secure),
+        hsts_seconds=read.whole_number(env, "SECURE_HSTS_SECONDS", d.hsts_seconds, least=0),
+        hsts_include_subdomains=read.flag(env, "SECURE_HSTS_INCLUDE_SUBDOMAINS", d.hsts_include_subdomains),
+        hsts_preload=read.flag(env, "SECURE_HSTS_PRELOAD", d.hsts_preload),
+        ssl_redirect=read.flag(env, "SECURE_SSL_REDIRECT", d.ssl_redirect),
+        trust_forwarded_proto=read.flag(env, "ROOTLINE_TRUST_X_FORWARDED_PROTO", d.trust_forwarded_proto),
+    )
+
+
 def load_config(env: Mapping[str, str] | None = None) -> Config:
     """Parse and validate the environment; raises ConfigError naming the first bad variable."""
     env = os.environ if env is None else env
@@ -292,4 +385,6 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         intake_rate=_rate(env, "ROOTLINE_INTAKE_RATE", Config.intake_rate),
         intake_failure_rate=_rate(env, "ROOTLINE_INTAKE_FAILURE_RATE", Config.intake_failure_rate),
         num_proxies=read.whole_number(env, "ROOTLINE_NUM_PROXIES", Config.num_proxies, least=0),
+        reliability=reliability_config(env),
+        security=security_config(env),
     )

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
@@ -138,21 +139,22 @@ def _month() -> Iterator[GaugeMetricFamily]:
 
 
 def _queue_depth() -> GaugeMetricFamily:
-    """Messages waiting per Celery queue (Redis LLEN); no samples when the broker can't be reached."""
-    from kombu.exceptions import OperationalError
+    """Messages waiting per Celery queue (Redis LLEN, under the health checks' deadline); no samples
+    when the broker can't be reached."""
     from redis.exceptions import RedisError
 
-    from celery_app.app import app
+    from rca.heartbeats import client
 
     depth = GaugeMetricFamily(
         "rootline_queue_depth", "Messages waiting in each Celery queue.", labels=["queue"]
     )
+    conn = client(settings.ROOTLINE_RELIABILITY.health_timeout_s)
     try:
-        with app.connection_for_read() as connection:
-            client = connection.default_channel.client  # type: ignore[attr-defined]  # Redis transport only
-            lengths = [(queue, int(client.llen(queue))) for queue in QUEUES]
-    except (OperationalError, RedisError, OSError):
+        lengths = [(queue, int(conn.llen(queue))) for queue in QUEUES]
+    except (RedisError, OSError):
         return depth  # a scrape never fails on the broker: the series is absent, /healthz says why
+    finally:
+        conn.close()
     for queue, length in lengths:
         depth.add_metric([queue], length)
     return depth
@@ -174,4 +176,9 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
         if not hmac.compare_digest(given.encode(), expected.encode()):
             denied = "a bearer token is required for /metrics\n"
             return HttpResponse(denied, status=401, content_type="text/plain")
-    return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)
+    try:
+        body = generate_latest(REGISTRY)
+    except DatabaseError as exc:  # the source of truth is down: say so at once, /healthz says more
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return HttpResponse(f"database unavailable: {reason}\n", status=503, content_type="text/plain")
+    return HttpResponse(body, content_type=CONTENT_TYPE_LATEST)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -26,6 +27,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "rest_framework.authtoken",
+    "axes",  # failed-login throttling of the login page and the admin (see AXES_* below)
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI / Redoc assets served locally: the docs page stays on the host
     "graphstore",
@@ -33,10 +35,13 @@ INSTALLED_APPS = [
     "rca.incidents",
     "rca.evaluation",
     "rca.api",
+    # Loads the Celery application in every Django process, so the domain can send tasks by name.
+    "celery_app",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "rca.api.middleware.ChunkedBodyMiddleware",
     "rca.api.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -45,6 +50,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as its documentation asks: answers a locked-out login with 429.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "rca.urls"
@@ -66,6 +73,16 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": dj_database_url.parse(CONFIG.database_url, conn_max_age=60)}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The embedded default under concurrent writers: WAL lets readers go on while one writes; a writer
+    # takes the lock when its transaction begins (IMMEDIATE), so two never deadlock upgrading a read
+    # lock, and waits for it up to the busy timeout instead of failing at once ("database is locked").
+    # synchronous=NORMAL is SQLite's recommended setting in WAL mode (durable at each checkpoint).
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": CONFIG.reliability.sqlite_busy_timeout_s,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -95,7 +112,35 @@ STATICFILES_DIRS = [("vendor/plotly", _PLOTLY_JS_DIR)] if _PLOTLY_JS_DIR else []
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 
-# Security headers; HTTPS-only cookies are left to the reverse proxy's deployment (see README).
+# Failed logins (the login page and the admin both authenticate through Django's backends): after
+# ROOTLINE_LOGIN_FAILURE_LIMIT failures for one account, or from one address, that account or address is
+# locked out for ROOTLINE_LOGIN_LOCKOUT_S (429). django-axes keeps the attempts in the database. Intake
+# tokens never authenticate here (rca.api.throttling counts their failures apart), and API tokens have
+# their own per-address limit (rca.api.authentication).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = CONFIG.security.login_failure_limit
+AXES_COOLOFF_TIME = timedelta(seconds=CONFIG.security.login_lockout_s)
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one, on its own, locks out
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "rca.api.throttling.client_address"  # the same address the API throttles see
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False
+AXES_DISABLE_ACCESS_LOG = True  # failures are what is counted; the audit trail records decisions
+ROOTLINE_API_TOKEN_FAILURE_RATE = CONFIG.security.api_token_failure_rate
+
+# Security headers. For a TLS deployment (see README): secure cookies and HSTS from the environment.
+SESSION_COOKIE_SECURE = CONFIG.security.session_cookie_secure
+CSRF_COOKIE_SECURE = CONFIG.security.csrf_cookie_secure
+SECURE_HSTS_SECONDS = CONFIG.security.hsts_seconds
+SECURE_HSTS_INCLUDE_SUBDOMAINS = CONFIG.security.hsts_include_subdomains
+SECURE_HSTS_PRELOAD = CONFIG.security.hsts_preload
+SECURE_SSL_REDIRECT = CONFIG.security.ssl_redirect
+if CONFIG.security.trust_forwarded_proto:
+    # Only behind a proxy that sets this header itself (and strips a client's own).
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
@@ -123,7 +168,7 @@ REST_FRAMEWORK = {
     # Token first: an unauthenticated request then gets 401 with `WWW-Authenticate: Token`, not 403.
     # Session authentication enforces CSRF on unsafe methods.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "rca.api.authentication.ThrottledTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rca.api.permissions.IsViewer"],
@@ -202,9 +247,13 @@ CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {
 # Incident memory's tasks run where the vector store is: in Qdrant's local mode that is one worker
 # consuming this queue, the only process that may open the store's folder (see rca.memory.remote).
 CELERY_TASK_ROUTES = {"rootline.memory_*": {"queue": "memory"}, "rootline.index_memory": {"queue": "memory"}}
-# The intake outbox: investigations queued while the broker was down are sent by this sweep.
-CELERY_BEAT_SCHEDULE = {"dispatch-pending": {"task": "rootline.dispatch_pending", "schedule": 30.0}}
+# The outbox: investigations queued while the broker was down, or whose task was lost, are sent by
+# this sweep (rca.incidents.outbox).
+CELERY_BEAT_SCHEDULE = {
+    "dispatch-pending": {"task": "rootline.dispatch_pending", "schedule": CONFIG.reliability.sweep_every_s}
+}
 
+ROOTLINE_RELIABILITY = CONFIG.reliability  # health deadlines, heartbeats, recovery sweep, intake retries
 ROOTLINE_GRAPH = CONFIG.graph
 ROOTLINE_QDRANT_URL = CONFIG.qdrant_url
 ROOTLINE_QDRANT_PATH = CONFIG.qdrant_path

@@ -1,12 +1,16 @@
-"""Intake authentication: a per-source bearer token or an HMAC-SHA256 signature of the raw body."""
+"""Intake authentication (a per-source bearer token or an HMAC-SHA256 signature of the raw body), and API
+token authentication with a limit on failures per address."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.models import AnonymousUser
-from rest_framework.authentication import BaseAuthentication
-from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.authentication import BaseAuthentication, TokenAuthentication
+from rest_framework.exceptions import AuthenticationFailed, Throttled
 from rest_framework.request import Request
 
+from rca.api.throttling import ApiTokenFailureThrottle
 from rca.incidents.models import IntakeToken
 from rca.incidents.tokens import verify_bearer, verify_signature
 
@@ -50,3 +54,25 @@ class IntakeTokenAuthentication(BaseAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return f'{self.keyword} realm="rootline-intake"'
+
+
+class ThrottledTokenAuthentication(TokenAuthentication):
+    """DRF's `Authorization: Token <key>`, refused with 429 once the client address has failed too often
+    (ROOTLINE_API_TOKEN_FAILURE_RATE): guessing keys is limited like guessing passwords."""
+
+    def authenticate(self, request: Request) -> tuple[Any, Any] | None:
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        if header.split(" ", 1)[0].lower() != self.keyword.lower():
+            return None  # no API token presented: another authentication may apply
+        failures = ApiTokenFailureThrottle()
+        if not failures.allow_request(request, None):
+            raise Throttled(
+                failures.wait(),
+                "Too many failed API-token authentications from this address "
+                f"(limit: {failures.describe()}).",
+            )
+        try:
+            return super().authenticate(request)
+        except AuthenticationFailed:
+            failures.record_failure()
+            raise

@@ -25,6 +25,18 @@ class PayloadTooLarge(exceptions.APIException):
     default_code = "payload_too_large"
 
 
+class ServiceUnavailable(exceptions.APIException):
+    """503 with `Retry-After`: a dependency is overloaded or down; the same request may be sent again."""
+
+    status_code = 503
+    default_detail = "Service temporarily unavailable."
+    default_code = "service_unavailable"
+
+    def __init__(self, wait: int, detail: str) -> None:
+        super().__init__(detail)
+        self.wait = wait  # DRF's handler turns it into the Retry-After header
+
+
 def validation_error(errors: dict[str, str], detail: str = "Invalid request.") -> Response:
     """A 400 response naming each field and its reason."""
     return Response({"detail": detail, "errors": errors}, status=400)
@@ -36,6 +48,6 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         set_rollback()
         return validation_error(_flatten_errors(exc.detail))
     response = drf_exception_handler(exc, context)
-    if isinstance(exc, exceptions.Throttled) and response is not None:
+    if isinstance(exc, exceptions.Throttled | ServiceUnavailable) and response is not None:
         response.data["code"] = exc.default_code  # machine-readable, as the error format allows
     return response

@@ -295,10 +295,15 @@ class CommentSerializer(serializers.ModelSerializer[Comment]):
         read_only_fields = fields
 
 
-class IncidentDetailSerializer(IncidentListSerializer):
-    """An incident with its alerts, its latest investigation and its comments (oldest first)."""
+# The detail holds an incident's first alerts; a storm's thousands page through incidents/{id}/alerts/.
+DETAIL_ALERTS = 50
 
-    alerts = AlertSerializer(many=True, read_only=True)
+
+class IncidentDetailSerializer(IncidentListSerializer):
+    """An incident with its first alerts, its latest investigation and its comments (oldest first)."""
+
+    alerts = serializers.SerializerMethodField()
+    alert_count = serializers.IntegerField(read_only=True, help_text="All of the incident's alerts.")
     comments = CommentSerializer(many=True, read_only=True)
     latest_investigation = serializers.SerializerMethodField()
     investigations = serializers.SerializerMethodField()
@@ -309,11 +314,18 @@ class IncidentDetailSerializer(IncidentListSerializer):
             "fingerprint",
             "group_key",
             "labels",
+            "alert_count",
             "alerts",
             "latest_investigation",
             "investigations",
             "comments",
         )
+
+    @extend_schema_field(AlertSerializer(many=True))
+    def get_alerts(self, obj: Incident) -> list[dict[str, Any]]:
+        """The first DETAIL_ALERTS alerts by firing time (all of them: `alerts/`, paginated)."""
+        first = obj.alerts.order_by("starts_at", "id")[:DETAIL_ALERTS]
+        return list(AlertSerializer(first, many=True).data)
 
     @extend_schema_field(InvestigationSummarySerializer(allow_null=True))
     def get_latest_investigation(self, obj: Incident) -> dict[str, Any] | None:

@@ -1,4 +1,5 @@
-"""Intake rate limits: per intake token, and per client address for failed authentications.
+"""Rate limits: per intake token; failed intake authentications per presented token (or per client
+address when none is presented); failed API-token authentications per client address.
 
 DRF's sliding-window throttle, its history kept in the Django cache (Redis, shared by every web
 process). The count is read, then written back: concurrent requests of one sender can each miss the
@@ -13,11 +14,13 @@ import logging
 from typing import Any
 
 from django.conf import settings
+from django.http import HttpRequest
 from redis.exceptions import RedisError
 from rest_framework.request import Request
-from rest_framework.throttling import SimpleRateThrottle
+from rest_framework.throttling import BaseThrottle, SimpleRateThrottle
 
 from rca.incidents.models import IntakeToken
+from rca.incidents.tokens import hash_token
 
 log = logging.getLogger(__name__)
 
@@ -65,22 +68,11 @@ class IntakeTokenThrottle(_FailOpenThrottle):
         return self.cache_format % {"scope": self.scope, "ident": request.auth.pk}
 
 
-class IntakeFailureThrottle(_FailOpenThrottle):
-    """Failed intake authentications per client address (`ROOTLINE_INTAKE_FAILURE_RATE`).
-
-    Checked before the credentials are: once an address is over its limit, its requests are refused
-    without being verified, so guessing tokens or signatures is limited too. Only failures count
-    (`record_failure`), so a sender with a valid token never uses up its address's allowance.
-    """
-
-    scope = "intake_failure"
-    setting = "ROOTLINE_INTAKE_FAILURE_RATE"
-
-    def get_cache_key(self, request: Request, view: Any) -> str | None:
-        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+class _FailureThrottle(_FailOpenThrottle):
+    """Counts failed authentications only (`record_failure`): checking the limit is not an attempt."""
 
     def throttle_success(self) -> bool:
-        return True  # checking the limit does not count as an attempt
+        return True
 
     def record_failure(self) -> None:
         """Count the failed attempt that `allow_request` was called for."""
@@ -90,4 +82,43 @@ class IntakeFailureThrottle(_FailOpenThrottle):
         try:
             self.cache.set(self.key, self.history, self.window()[1])
         except RedisError as exc:
-            log.warning("failed intake authentication not counted, the cache is unreachable: %s", exc)
+            log.warning("failed authentication not counted, the cache is unreachable: %s", exc)
+
+
+class IntakeFailureThrottle(_FailureThrottle):
+    """Failed intake authentications (`ROOTLINE_INTAKE_FAILURE_RATE`), per presented bearer token, or
+    per client address for a request that presents none.
+
+    Consulted only after the credentials failed: a sender whose token verifies is never refused by it,
+    however many failures others behind the same proxy address made; over the limit, a failing sender
+    gets 429 with Retry-After instead of 401. Counted apart from failed logins and API tokens.
+    """
+
+    scope = "intake_failure"
+    setting = "ROOTLINE_INTAKE_FAILURE_RATE"
+
+    def get_cache_key(self, request: Request, view: Any) -> str | None:
+        presented = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")[2]
+        if presented.strip():
+            ident = "token:" + hash_token(presented.strip())[:16]
+        else:
+            ident = "addr:" + (self.get_ident(request) or "")
+        return self.cache_format % {"scope": self.scope, "ident": ident}
+
+
+class ApiTokenFailureThrottle(_FailureThrottle):
+    """Failed API-token authentications per client address (`ROOTLINE_API_TOKEN_FAILURE_RATE`); over
+    it the address's token-authenticated requests get 429 before their token is looked up."""
+
+    scope = "api_token_failure"
+    setting = "ROOTLINE_API_TOKEN_FAILURE_RATE"
+
+    def get_cache_key(self, request: Request, view: Any) -> str | None:
+        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+
+
+def client_address(request: HttpRequest) -> str | None:
+    """The client's address as the throttles see it (X-Forwarded-For trusted for ROOTLINE_NUM_PROXIES
+    proxies only), None when the request has none; also django-axes' address for failed logins."""
+    ident = BaseThrottle().get_ident(request)  # type: ignore[arg-type]  # reads request.META only
+    return str(ident) if ident else None

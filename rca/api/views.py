@@ -9,18 +9,20 @@ re-run) are checked by `rca.incidents.approvals`, which also audits every attemp
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import asdict
 from typing import Any, ClassVar, NoReturn
 
-from django.db import DataError
-from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
+from django.conf import settings
+from django.db import DataError, OperationalError
+from django.db.models import Count, OuterRef, Prefetch, QuerySet, Subquery
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from drf_spectacular.views import SpectacularSwaggerSplitView
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated, Throttled
+from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated, Throttled, UnsupportedMediaType
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -28,7 +30,7 @@ from rest_framework.views import APIView
 
 from rca.api import serializers as s
 from rca.api.authentication import IntakeTokenAuthentication
-from rca.api.errors import PayloadTooLarge, validation_error
+from rca.api.errors import PayloadTooLarge, ServiceUnavailable, validation_error
 from rca.api.permissions import IsIntakeSender
 from rca.api.throttling import IntakeFailureThrottle, IntakeTokenThrottle
 from rca.core.actions import ActionTier
@@ -36,7 +38,13 @@ from rca.health import run_checks
 from rca.incidents import approvals
 from rca.incidents.approvals import ApprovalError
 from rca.incidents.comments import CommentError, add_comment, comments_of
-from rca.incidents.intake import IntakeError, IntakeResult, ingest_alertmanager, ingest_generic
+from rca.incidents.intake import (
+    IntakeError,
+    IntakeResult,
+    ingest_alertmanager,
+    ingest_generic,
+    is_lock_conflict,
+)
 from rca.incidents.models import (
     ActionProposal,
     Comment,
@@ -48,6 +56,8 @@ from rca.incidents.models import (
 )
 from rca.incidents.serializers import AlertmanagerPayloadSerializer, GenericAlertSerializer
 
+log = logging.getLogger(__name__)
+
 MAX_INTAKE_BODY = 1024 * 1024  # 1 MiB; Alertmanager batches are far smaller
 
 ERRORS = {
@@ -56,10 +66,16 @@ ERRORS = {
     403: OpenApiResponse(s.ErrorSerializer, description="Authenticated without the role this needs."),
     404: OpenApiResponse(s.ErrorSerializer, description="No such object."),
     413: OpenApiResponse(s.ErrorSerializer, description="Body over 1 MiB (refused before it is read)."),
+    415: OpenApiResponse(s.ErrorSerializer, description="The body is not declared as JSON."),
     429: OpenApiResponse(
         s.ErrorSerializer,
         description="Over the intake rate limit of this token, or of this address's failed "
         "authentications; `Retry-After` says in how many seconds to try again.",
+    ),
+    503: OpenApiResponse(
+        s.ErrorSerializer,
+        description="The database is overloaded or unreachable; nothing was stored. `Retry-After` says "
+        "when to send the same delivery again (intake is idempotent).",
     ),
 }
 
@@ -145,6 +161,12 @@ def _parse_json(body: bytes) -> Any:
     return payload
 
 
+def _is_json(content_type: str) -> bool:
+    """application/json, or a JSON-based type (`application/<x>+json`), with any parameters."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
 # Either credential suffices (a list of requirements is OR in OpenAPI).
 INTAKE_AUTH: list[dict[str, list[str]]] = [{"intakeBearer": []}, {"intakeSignature": []}]
 
@@ -164,24 +186,34 @@ class _IntakeView(APIView):
         raise NotImplementedError
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        """Refuse an oversized body (413) before it is read, authenticated or parsed; refuse an address
-        over its failed-authentication limit (429) before its credentials are verified."""
+        """Refuse an oversized body (413) before it is read, authenticated or parsed, and a body not
+        declared JSON (415); a request whose credentials fail is 401, or 429 once its token (or its
+        address, without a token) is over the failed-authentication limit."""
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             length = 0  # Django then reads no body at all
         if length > MAX_INTAKE_BODY:
             raise PayloadTooLarge(f"Request body is {length} bytes; the limit is {MAX_INTAKE_BODY} (1 MiB).")
-        failures = IntakeFailureThrottle()
-        if not failures.allow_request(request, self):
-            raise Throttled(
-                failures.wait(),
-                f"Too many failed intake authentications from this address (limit: "
-                f"{failures.describe()}); the {self.intake_source} webhook refuses it until then.",
+        content_type = request.META.get("CONTENT_TYPE", "")
+        if not _is_json(content_type):
+            raise UnsupportedMediaType(
+                content_type or "(none)",
+                f"The {self.intake_source} webhook takes `Content-Type: application/json`, "
+                f"not {content_type or 'a body without a Content-Type'}.",
             )
         try:
             super().initial(request, *args, **kwargs)
         except (AuthenticationFailed, NotAuthenticated):
+            # Only a failing request is counted and limited: a valid token is never refused by this.
+            failures = IntakeFailureThrottle()
+            if not failures.allow_request(request, self):
+                raise Throttled(
+                    failures.wait(),
+                    f"Too many failed intake authentications with this token (or, without one, from this "
+                    f"address; limit: {failures.describe()}); the {self.intake_source} webhook answers "
+                    "429 until then.",
+                ) from None
             failures.record_failure()
             raise
 
@@ -216,10 +248,21 @@ class _IntakeView(APIView):
         except IntakeError as exc:
             return validation_error(exc.errors, "Invalid payload.")
         except DataError as exc:
-            # A value the serializers let through but a column cannot hold (e.g. an over-long label
-            # that becomes the incident's severity): the sender's input, so 400, never 500.
+            # A value the serializers let through but a column cannot hold: the sender's input, so
+            # 400, never 500 (the serializers check every length that reaches a column first).
             return validation_error({"payload": f"a value does not fit: {str(exc).splitlines()[0]}"})
         return Response(asdict(result), status=status.HTTP_202_ACCEPTED)
+
+    def handle_exception(self, exc: Exception) -> Response:
+        """A database failure anywhere in the request (token lookup, ingest) is a JSON 503 with
+        `Retry-After`, never a 500: lock conflicts were already retried (rca.incidents.intake), or the
+        database is down. Nothing was stored; the sender delivers again (Alertmanager does on 5xx)."""
+        if isinstance(exc, OperationalError):
+            wait = settings.ROOTLINE_RELIABILITY.intake_retry_after_s
+            busy = "overloaded" if is_lock_conflict(exc) else "unavailable"
+            log.warning("intake answered 503, the database is %s: %s", busy, exc)
+            exc = ServiceUnavailable(wait, f"The database is {busy}; nothing was stored. Retry in {wait} s.")
+        return super().handle_exception(exc)
 
 
 class AlertmanagerWebhookView(_IntakeView):
@@ -232,7 +275,7 @@ class AlertmanagerWebhookView(_IntakeView):
 
     @extend_schema(
         request={"application/json": AlertmanagerPayloadSerializer},
-        responses={202: s.IntakeResultSerializer, **_errors(400, 401, 413, 429)},
+        responses={202: s.IntakeResultSerializer, **_errors(400, 401, 413, 415, 429, 503)},
         auth=INTAKE_AUTH,  # type: ignore[arg-type]  # security requirement objects: accepted, not in the stubs
         summary="Alertmanager webhook (payload version 4)",
     )
@@ -251,7 +294,7 @@ class GenericWebhookView(_IntakeView):
 
     @extend_schema(
         request={"application/json": GenericAlertSerializer},
-        responses={202: s.IntakeResultSerializer, **_errors(400, 401, 413, 429)},
+        responses={202: s.IntakeResultSerializer, **_errors(400, 401, 413, 415, 429, 503)},
         auth=INTAKE_AUTH,  # type: ignore[arg-type]  # security requirement objects: accepted, not in the stubs
         summary="Generic JSON alert",
     )
@@ -285,11 +328,12 @@ class IncidentViewSet(viewsets.ReadOnlyModelViewSet[Incident]):
         by_action: dict[str, type[serializers.BaseSerializer[Any]]] = {
             "retrieve": s.IncidentDetailSerializer,
             "comments": s.CommentSerializer,
+            "alerts": s.AlertSerializer,
         }
         return by_action.get(self.action or "", s.IncidentListSerializer)
 
     def get_queryset(self) -> QuerySet[Incident]:
-        if self.action == "comments":
+        if self.action in ("comments", "alerts"):
             return Incident.objects.all()  # only the 404 check: no annotations needed
         incidents = Incident.objects.annotate(
             latest_investigation_status=_latest("status"),
@@ -297,8 +341,7 @@ class IncidentViewSet(viewsets.ReadOnlyModelViewSet[Incident]):
             latest_exit=_latest("exit"),
         ).order_by("-created_at", "-id")
         if self.action == "retrieve":
-            return incidents.prefetch_related(
-                "alerts",
+            return incidents.annotate(alert_count=Count("alerts", distinct=True)).prefetch_related(
                 Prefetch(
                     "investigations",
                     Investigation.objects.order_by("-created_at", "-id").prefetch_related("hypotheses"),
@@ -320,6 +363,20 @@ class IncidentViewSet(viewsets.ReadOnlyModelViewSet[Incident]):
             if param in f:
                 incidents = incidents.filter(**{lookup: f[param]})
         return incidents
+
+    @extend_schema(
+        responses={200: s.AlertSerializer(many=True), **_errors(401, 403, 404)},
+        summary="List an incident's alerts",
+        description="Every alert of the incident by firing time, paginated (`?page=`, `?page_size=`).",
+    )
+    @action(detail=True, methods=["get"])
+    def alerts(self, request: Request, pk: str | None = None) -> Response:
+        """The incident's alerts by firing time, a page at a time."""
+        alerts = self.get_object().alerts.order_by("starts_at", "id")
+        page = self.paginator.paginate_queryset(alerts, request, self) if self.paginator else None
+        if page is None:
+            return Response(s.AlertSerializer(alerts, many=True).data)
+        return self.get_paginated_response(s.AlertSerializer(page, many=True).data)
 
     @extend_schema(
         methods=["GET"],

@@ -103,6 +103,7 @@ class HypothesisInline(TabularInline[Hypothesis, Investigation]):
 
 class ProposalInline(TabularInline[ActionProposal, Investigation]):
     model = ActionProposal
+    fk_name = "investigation"  # not `superseded_by`
     extra = 0
     can_delete = False
     show_change_link = True

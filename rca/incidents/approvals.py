@@ -8,7 +8,11 @@ Used by the API and the pages alike, so every rule is enforced here, on the serv
   below `allowed_tier(proposal)`: the ceiling the evidence allows, which for an ungrounded conclusion
   is never patch or pull request, whatever the request asks for;
 * every decision, and every refused attempt at one, writes an AuditEvent;
-* approving queues the execution (`queue_execution`); nothing is executed here.
+* approving queues the execution (`queue_execution`); nothing is executed here;
+* one live proposal per incident: a re-run supersedes the incident's undecided proposals, which can
+  then no longer be approved;
+* a re-run is refused while an investigation of the incident is queued or running, unless that one is
+  stuck (its task lost, see `rca.incidents.outbox`): it is then abandoned for the re-run.
 """
 
 from __future__ import annotations
@@ -25,8 +29,10 @@ from django.utils import timezone
 from rca.core.actions import ActionTier, lowest, max_allowed_tier, tier_for
 from rca.core.gate import GateExit
 from rca.core.grounding import Grounding
+from rca.incidents import outbox
 from rca.incidents.investigations import queue_investigation
 from rca.incidents.models import ActionProposal, Incident, Investigation
+from rca.incidents.sending import registered
 from rca.incidents.services import record_audit
 
 EXECUTE_TASK = "rootline.execute_action"
@@ -57,6 +63,7 @@ class ApprovalError(Exception):
     REASON_REQUIRED = "reason_required"
     ALREADY_RUNNING = "already_running"
     NO_GUIDANCE = "no_guidance"
+    SUPERSEDED = "superseded"
 
     def __init__(self, code: str, message: str, **detail: Any) -> None:
         self.code = code
@@ -160,13 +167,23 @@ def request_rerun(investigation: Investigation, user: User, apply_guidance: bool
             busy = incident.investigations.filter(
                 status__in=(Investigation.Status.QUEUED, Investigation.Status.RUNNING)
             ).first()
-            if busy is not None:
+            stuck = busy is not None and outbox.is_stuck(busy)
+            if busy is not None and not stuck:
                 raise ApprovalError(
                     ApprovalError.ALREADY_RUNNING,
                     f"investigation {busy.pk} of this incident is still {busy.status}",
                     investigation=busy.pk,
                 )
             new = queue_investigation(incident, guidance_from=investigation if apply_guidance else None)
+            if busy is not None:
+                outbox.abandon(busy, replaced_by=new.pk)
+                record_audit(
+                    "investigation.abandoned",
+                    busy,
+                    actor=_actor(user),
+                    detail={"was": busy.status, "replaced_by": new.pk},
+                )
+            _supersede(incident, new, user)
             record_audit(
                 "investigation.rerun_requested",
                 investigation,
@@ -187,9 +204,7 @@ def queue_execution(proposal: ActionProposal) -> bool:
     approval again itself, see rca.actions); True when queued. Should the task not be registered in
     this process, the approval is recorded as pending execution: nothing pretends to have run it.
     """
-    from celery_app.app import app  # looked up by name: incidents never import the task module
-
-    task = app.tasks.get(EXECUTE_TASK)
+    task = registered(EXECUTE_TASK)
     if task is None:
         record_audit(
             "action.execution_pending",
@@ -204,6 +219,18 @@ def queue_execution(proposal: ActionProposal) -> bool:
 
 
 # --- internals ---------------------------------------------------------------------------------------
+
+
+def _supersede(incident: Incident, rerun: Investigation, user: User) -> None:
+    """The incident's undecided proposals give way to the re-run's (audited, each)."""
+    superseded = ActionProposal.objects.select_for_update().filter(
+        investigation__incident=incident, status=ActionProposal.Status.PROPOSED
+    )
+    for proposal in superseded:
+        proposal.status = ActionProposal.Status.SUPERSEDED
+        proposal.superseded_by = rerun
+        proposal.save(update_fields=["status", "superseded_by"])
+        record_audit("action.superseded", proposal, actor=_actor(user), detail={"by_investigation": rerun.pk})
 
 
 def _actor(user: User) -> AbstractBaseUser | None:
@@ -234,6 +261,14 @@ def _reason(reason: str) -> str:
 
 def _locked_undecided(proposal: ActionProposal) -> ActionProposal:
     locked = ActionProposal.objects.select_for_update().select_related("investigation").get(pk=proposal.pk)
+    if locked.status == ActionProposal.Status.SUPERSEDED:
+        raise ApprovalError(
+            ApprovalError.SUPERSEDED,
+            f"this action was superseded: investigation {locked.superseded_by_id} re-ran the incident, "
+            "and only its proposal may be decided",
+            status=locked.status,
+            superseded_by=locked.superseded_by_id,
+        )
     if locked.status != ActionProposal.Status.PROPOSED:
         raise ApprovalError(
             ApprovalError.ALREADY_DECIDED,

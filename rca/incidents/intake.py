@@ -17,13 +17,16 @@ Opening or re-opening an incident calls `investigations.queue_investigation`.
 from __future__ import annotations
 
 import hashlib
+import random
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from django.db import IntegrityError, transaction
+from django.conf import settings
+from django.db import IntegrityError, OperationalError, transaction
 from django.utils import timezone
 from rest_framework import serializers
 from rest_framework.settings import api_settings
@@ -300,7 +303,42 @@ def _flatten_errors(detail: Any, path: str = "") -> dict[str, str]:
     return out
 
 
+# What a database says when a concurrent writer holds what this transaction needs for too long:
+# SQLite's busy timeout expiring, PostgreSQL's deadlock detector or serialization check.
+_LOCK_MESSAGES = (
+    "database is locked",
+    "database table is locked",
+    "deadlock detected",
+    "could not serialize",
+)
+_LOCK_BACKOFF_S = 0.05  # the first retry's wait, doubled each time: a few intake transactions' length
+
+
+def is_lock_conflict(exc: OperationalError) -> bool:
+    """Whether `exc` is a lock conflict a retry may get through (not an outage)."""
+    return any(message in str(exc) for message in _LOCK_MESSAGES)
+
+
 def _ingest(specs: list[_AlertSpec]) -> IntakeResult:
+    """One delivery in one transaction, retried (ROOTLINE_INTAKE_LOCK_RETRIES times, with jittered
+    backoff) when it lost a lock conflict; the last conflict, or any other database failure, raises."""
+    retries = settings.ROOTLINE_RELIABILITY.intake_lock_retries
+    attempt = 0
+    while True:
+        try:
+            return _ingest_once(specs)
+        except OperationalError as exc:
+            if (
+                attempt >= retries
+                or not is_lock_conflict(exc)
+                or transaction.get_connection().in_atomic_block
+            ):
+                raise  # (inside a caller's transaction a retry cannot start afresh)
+            time.sleep(_LOCK_BACKOFF_S * 2**attempt * (0.5 + random.random()))  # noqa: S311
+            attempt += 1
+
+
+def _ingest_once(specs: list[_AlertSpec]) -> IntakeResult:
     result = IntakeResult()
     with transaction.atomic():
         batch = _Batch(_stored_alerts(specs))

@@ -25,6 +25,7 @@ from django.utils import timezone
 from rca.core.actions import max_allowed_tier
 from rca.core.gate import GateExit
 from rca.incidents.models import ActionProposal, Evidence, Hypothesis, Incident, Investigation
+from rca.incidents.outbox import claim, dispatch, keep_alive, still_mine
 from rca.incidents.services import record_audit
 from rca.investigation.anthropic_policy import Spend, policy_factory
 from rca.investigation.engine import EngineConfig, investigate
@@ -36,8 +37,6 @@ from rca.telemetry.live.source import LiveConfig, LiveSource
 from rca.telemetry.model import Alert, DependencyGraph, TelemetrySource
 
 log = logging.getLogger(__name__)
-
-INVESTIGATE_TASK = "rootline.investigate"
 
 
 def queue_investigation(incident: Incident, guidance_from: Investigation | None = None) -> Investigation:
@@ -68,48 +67,8 @@ def queue_investigation(incident: Incident, guidance_from: Investigation | None 
             "investigation": investigation.pk,
         },
     )
-    transaction.on_commit(lambda: dispatch(investigation.pk))
+    transaction.on_commit(lambda: dispatch(investigation.pk))  # the outbox sends it if this fails
     return investigation
-
-
-def dispatch(investigation_id: int) -> bool:
-    """Send the investigate task for a queued investigation and mark it dispatched; True when sent.
-
-    The row is the outbox: when the broker is down the alert and its queued investigation are
-    already committed, the failure is logged, and `dispatch_pending` sends it once the broker is back.
-    Publishing does not retry here, so an intake request never hangs on a dead broker.
-    """
-    from kombu.exceptions import OperationalError as BrokerError
-
-    # The task is looked up by name in the app's registry: incidents do not import the task module.
-    from celery_app.app import app
-
-    try:
-        app.tasks[INVESTIGATE_TASK].apply_async((investigation_id,), retry=False)
-    except (BrokerError, OSError) as exc:
-        log.warning(
-            "investigation %s not sent (broker unavailable: %s); the outbox will send it",
-            investigation_id,
-            exc,
-        )
-        return False
-    Investigation.objects.filter(pk=investigation_id, dispatched_at__isnull=True).update(
-        dispatched_at=timezone.now()
-    )
-    return True
-
-
-def dispatch_pending(limit: int = 500) -> int:
-    """Send every queued investigation the broker never received (oldest first); returns how many."""
-    pending = Investigation.objects.filter(
-        status=Investigation.Status.QUEUED, dispatched_at__isnull=True
-    ).order_by("created_at", "pk")
-    sent = 0
-    for pk in pending.values_list("pk", flat=True)[:limit]:
-        if not dispatch(pk):
-            break  # the broker is still down: try again next sweep
-        sent += 1
-    return sent
 
 
 def telemetry_for(incident: Incident) -> tuple[TelemetrySource, Alert]:
@@ -168,13 +127,22 @@ def run_investigation(
     """
     with transaction.atomic():
         investigation = Investigation.objects.select_for_update().get(pk=investigation_id)
-        if investigation.status == Investigation.Status.SUCCEEDED:
-            return investigation  # a redelivered task: the result is already stored
-        investigation.status = Investigation.Status.RUNNING
-        investigation.started_at = timezone.now()
-        investigation.progress = {}
-        investigation.error = ""
-        investigation.save(update_fields=["status", "started_at", "progress", "error"])
+        # A redelivered or re-sent task: stored already, or another live worker runs it (outbox.claim).
+        mine = claim(investigation)
+        if mine is None:
+            return investigation
+    with keep_alive(investigation.pk, mine):
+        _run(investigation, mine, priors, config, recall_note)
+    return investigation
+
+
+def _run(
+    investigation: Investigation,
+    mine: str,
+    priors: Mapping[str, float] | None,
+    config: EngineConfig | None,
+    recall_note: str,
+) -> None:
     incident = investigation.incident
     # The month's use is read when the policy is made, just before the engine starts it.
     month = partial(month_spend, exclude=investigation.pk)
@@ -201,13 +169,17 @@ def run_investigation(
         )
         record_audit("investigation.failed", investigation, detail={"error": str(exc)[:500]})
         raise
+    if not still_mine(investigation.pk, mine):
+        log.warning(
+            "investigation %s was handed to another worker meanwhile: result not stored", investigation.pk
+        )
+        return
     store_result(
         investigation,
         result,
         topology=topology,
         recall={"priors": recalled, "note": recall_note},
     )
-    return investigation
 
 
 def _apply(

@@ -187,6 +187,12 @@ class Investigation(models.Model):
     # The outbox mark: when the investigate task reached the broker. Null while queued means it has not
     # (the broker was down at intake); `dispatch_pending` sends it once the broker is back.
     dispatched_at = models.DateTimeField(null=True, blank=True)
+    # Recovery (rca.incidents.recovery): how often the task was handed to the broker, the worker that
+    # claimed the run, and that worker's last sign of life. A queued investigation sent long ago, or a
+    # running one whose heartbeat went silent, is sent again; a live claim makes a duplicate a no-op.
+    dispatches = models.PositiveIntegerField(default=0)
+    claimed_by = models.CharField(max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     policy_failure = models.TextField(
         blank=True, help_text="Why the policy failed closed (token or cost budget); then nothing is named."
     )
@@ -279,8 +285,18 @@ class ActionProposal(models.Model):
         EXECUTING = "executing"
         DONE = "done"
         FAILED = "failed"
+        # A re-run of the incident replaced it: one live proposal per incident, this one not approvable.
+        SUPERSEDED = "superseded"
 
     investigation = models.ForeignKey(Investigation, on_delete=models.CASCADE, related_name="proposals")
+    superseded_by = models.ForeignKey(
+        Investigation,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The re-run whose request superseded this proposal.",
+    )
     tier = models.CharField(max_length=16, choices=_choices(ActionTier))
     max_allowed_tier = models.CharField(
         max_length=16, choices=_choices(ActionTier), help_text="The ceiling the evidence allowed."

@@ -1,6 +1,8 @@
 """Validation of intake payloads (the Alertmanager webhook v4 and Rootline's generic alert).
 
-The serializers only check shape and types; `rca.incidents.intake` decides what the alerts mean.
+The serializers only check shape, types and lengths; `rca.incidents.intake` decides what the alerts
+mean. Every value that ends up in a sized column is checked against that column's length here, so an
+over-long one is a 400 naming the field on every database (SQLite does not enforce column lengths).
 Unknown keys (Grafana's `orgId`, `values`, `silenceURL`, ...) are accepted and kept in the raw payload.
 """
 
@@ -9,9 +11,45 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from django.db import models
 from rest_framework import serializers
 
+from rca.incidents.models import Alert, Incident
+
 ALERTMANAGER_VERSION = "4"
+
+
+def _column(model: type[Alert | Incident], name: str) -> int:
+    field = model._meta.get_field(name)
+    assert isinstance(field, models.CharField)
+    assert field.max_length is not None
+    return field.max_length
+
+
+FINGERPRINT_MAX = _column(Alert, "fingerprint")
+GROUP_KEY_MAX = _column(Incident, "group_key")
+SEVERITY_MAX = _column(Incident, "severity")
+SERVICE_MAX = _column(Incident, "symptom_entity")
+# Labels whose values become a sized column: the incident's severity, its symptom's service.name.
+_SIZED_LABELS = {
+    "severity": SEVERITY_MAX,
+    "job": SERVICE_MAX,
+    "service.name": SERVICE_MAX,
+    "service_name": SERVICE_MAX,
+    "service": SERVICE_MAX,
+    "container": SERVICE_MAX,
+}
+
+
+def _check_sized(values: dict[str, str], sized: dict[str, int]) -> dict[str, str]:
+    too_long = {key: limit for key, limit in sized.items() if len(values.get(key, "")) > limit}
+    if too_long:
+        raise serializers.ValidationError(
+            "; ".join(f"{key} is longer than {limit} characters" for key, limit in too_long.items())
+        )
+    return values
+
+
 ALERT_STATUSES = ("firing", "resolved")
 
 
@@ -39,7 +77,13 @@ class AlertmanagerAlertSerializer(serializers.Serializer[dict[str, Any]]):
     generatorURL = serializers.CharField(required=False, allow_blank=True, default="")
     # Identifiers and label values are kept exactly as sent (DRF would strip their whitespace, so two
     # different ids could collide).
-    fingerprint = serializers.CharField(required=False, allow_blank=True, default="", trim_whitespace=False)
+    fingerprint = serializers.CharField(
+        required=False, allow_blank=True, default="", trim_whitespace=False, max_length=FINGERPRINT_MAX
+    )
+
+    def validate_labels(self, value: dict[str, str]) -> dict[str, str]:
+        """Labels that become sized columns (severity, the service name) fit them."""
+        return _check_sized(value, _SIZED_LABELS)
 
     def validate_endsAt(self, value: datetime | None) -> datetime | None:
         """Zero time means the alert has not ended."""
@@ -50,7 +94,7 @@ class AlertmanagerPayloadSerializer(serializers.Serializer[dict[str, Any]]):
     """The Alertmanager `webhook_config` payload, version 4 (also what Grafana alerting posts)."""
 
     version = serializers.CharField()
-    groupKey = serializers.CharField(trim_whitespace=False)
+    groupKey = serializers.CharField(trim_whitespace=False, max_length=GROUP_KEY_MAX)
     status = serializers.ChoiceField(choices=ALERT_STATUSES)
     receiver = serializers.CharField(required=False, allow_blank=True, default="")
     truncatedAlerts = serializers.IntegerField(required=False, min_value=0, default=0)
@@ -76,12 +120,13 @@ class GenericAlertSerializer(serializers.Serializer[dict[str, Any]]):
     source = serializers.RegexField(  # type: ignore[assignment]
         r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", help_text="The sending system."
     )
+    # The fingerprint is `<source>:<external_id>`: with a 64-character source it still fits its column.
     external_id = serializers.CharField(
-        max_length=200, trim_whitespace=False, help_text="The sender's id for this alert."
+        max_length=FINGERPRINT_MAX - 65, trim_whitespace=False, help_text="The sender's id for this alert."
     )
     status = serializers.ChoiceField(choices=ALERT_STATUSES)
     title = serializers.CharField(max_length=500)
-    severity = serializers.CharField(max_length=32, required=False, allow_blank=True, default="")
+    severity = serializers.CharField(max_length=SEVERITY_MAX, required=False, allow_blank=True, default="")
     starts_at = serializers.DateTimeField()
     ends_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
     group_key = serializers.CharField(
@@ -91,6 +136,14 @@ class GenericAlertSerializer(serializers.Serializer[dict[str, Any]]):
     annotations = _labels()
     entity = _labels()  # OpenTelemetry resource attributes, e.g. {"service.name": "checkout"}
     links = _labels()
+
+    def validate_labels(self, value: dict[str, str]) -> dict[str, str]:
+        """Labels that become sized columns (severity, the service name) fit them."""
+        return _check_sized(value, _SIZED_LABELS)
+
+    def validate_entity(self, value: dict[str, str]) -> dict[str, str]:
+        """`service.name` becomes the incident's symptom: it fits that column."""
+        return _check_sized(value, {"service.name": SERVICE_MAX})
 
     def validate_ends_at(self, value: datetime | None) -> datetime | None:
         """Zero time means the alert has not ended (as in Alertmanager)."""

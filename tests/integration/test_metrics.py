@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import socket
+import time
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -66,3 +69,21 @@ def test_a_configured_token_guards_the_endpoint(settings: Any) -> None:
     assert client.get("/metrics").status_code == 401
     assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
     assert "rootline_investigations" in scrape(client, HTTP_AUTHORIZATION="Bearer s3cret-scrape-token")
+
+
+def test_a_hung_broker_costs_a_scrape_at_most_the_health_deadline(settings: Any) -> None:
+    """Redis accepting connections but never answering: the queue-depth series is left out in time."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)  # connections complete in the backlog and are never read
+    settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{listener.getsockname()[1]}/0"
+    settings.ROOTLINE_RELIABILITY = replace(settings.ROOTLINE_RELIABILITY, health_timeout_s=0.5)
+    try:
+        started = time.monotonic()
+        samples = scrape(Client())
+        took = time.monotonic() - started
+    finally:
+        listener.close()
+    assert "rootline_queue_depth" not in samples
+    assert "rootline_investigations" in samples  # the rest of the scrape is there
+    assert took < 3.0, took

@@ -1,4 +1,5 @@
-"""Intake rate limits: per intake token, and per client address for failed authentications (Redis)."""
+"""Intake rate limits: per intake token, and for failed authentications per presented token (per client
+address without one), never refusing a valid token (Redis)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from rest_framework.test import APIClient
 
 from rca.api.throttling import IntakeFailureThrottle, IntakeTokenThrottle
 from rca.incidents.models import Alert
-from rca.incidents.tokens import IssuedToken, issue_token
+from rca.incidents.tokens import IssuedToken, hash_token, issue_token
 from tests.conftest import free_port
 from tests.integration.api.payloads import am_alert, am_payload, body, generic_alert
 
@@ -22,6 +23,11 @@ AM = "/api/v1/webhooks/alertmanager/"
 GENERIC = "/api/v1/webhooks/generic/"
 ADDRESS = "198.51.100.7"  # documentation range: no other test posts from it
 OTHER_ADDRESS = "198.51.100.8"
+GUESSES = ("rlt_guess", "rlt_other_guess", "rlt_wrong")
+
+
+def failure_key(ident: str) -> str:
+    return IntakeFailureThrottle.cache_format % {"scope": "intake_failure", "ident": ident}
 
 
 def post(url: str, data: bytes, address: str = ADDRESS, **headers: str) -> Any:
@@ -43,10 +49,8 @@ def tokens(db: None) -> Iterator[list[IssuedToken]]:
     keys = [
         IntakeTokenThrottle.cache_format % {"scope": "intake_token", "ident": t.record.pk} for t in issued
     ]
-    keys += [
-        IntakeFailureThrottle.cache_format % {"scope": "intake_failure", "ident": a}
-        for a in (ADDRESS, OTHER_ADDRESS)
-    ]
+    keys += [failure_key(f"addr:{a}") for a in (ADDRESS, OTHER_ADDRESS)]
+    keys += [failure_key("token:" + hash_token(guess)[:16]) for guess in GUESSES]
     cache.delete_many(keys)
     yield issued
     cache.delete_many(keys)
@@ -82,22 +86,32 @@ def test_one_tokens_flood_does_not_throttle_another(tokens: list[IssuedToken], s
     assert post(AM, alert_body(12), **bearer(tokens[1])).status_code == 429
 
 
-def test_failed_authentications_are_limited_per_address(
+def test_failed_authentications_are_limited_per_presented_token(
     tokens: list[IssuedToken], settings: Settings
 ) -> None:
     settings.ROOTLINE_INTAKE_FAILURE_RATE = "2/min"
     guess = {"HTTP_AUTHORIZATION": "Bearer rlt_guess"}
     assert post(AM, alert_body(0), **guess).status_code == 401
-    assert post(AM, alert_body(0)).status_code == 401  # no credentials at all counts too
+    assert post(AM, alert_body(0), **guess).status_code == 401
 
     guessing = post(AM, alert_body(0), **guess)
     assert guessing.status_code == 429
     assert "failed intake authentications" in guessing.json()["detail"]
     assert int(guessing["Retry-After"]) > 0
-    # Refused before verification: even the right token from that address waits (no guessing past it).
-    assert post(AM, alert_body(0), **bearer(tokens[0])).status_code == 429
-    # Another address is unaffected.
-    assert post(AM, alert_body(0), OTHER_ADDRESS, **bearer(tokens[0])).status_code == 202
+    # A valid token from the same address is never refused by the failure limit (senders behind one
+    # proxy share an address), and another presented token has its own count.
+    assert post(AM, alert_body(0), **bearer(tokens[0])).status_code == 202
+    assert post(AM, alert_body(1), HTTP_AUTHORIZATION="Bearer rlt_other_guess").status_code == 401
+
+
+def test_requests_without_a_token_are_limited_per_address(
+    tokens: list[IssuedToken], settings: Settings
+) -> None:
+    settings.ROOTLINE_INTAKE_FAILURE_RATE = "1/min"
+    assert post(AM, alert_body(0)).status_code == 401  # no credentials at all counts
+    assert post(AM, alert_body(0)).status_code == 429
+    assert post(AM, alert_body(0), OTHER_ADDRESS).status_code == 401  # another address: its own count
+    assert post(AM, alert_body(0), **bearer(tokens[0])).status_code == 202
 
 
 def test_successful_requests_do_not_use_the_failure_allowance(

@@ -155,9 +155,7 @@ def test_the_graph_server_stopped_mid_investigation_delays_the_projection_and_lo
         investigation = incident.investigations.get()
         # The faults worker pauses once, between the engine's work and storing its result.
         env = {**memory_via_worker, "NEO4J_URI": own.uri, "ROOTLINE_TEST_PAUSE_DIR": str(gate)}
-        worker = start_worker(
-            log, "pipeline", "celery,memory", env, app="tests.integration.faults.worker_app"
-        )
+        worker = start_worker(log, "pipeline", "celery,memory", env, app="tests.faults.worker_app")
         wait_for(lambda: (gate / "reached").exists(), 120, "the worker to be mid-investigation")
         assert Investigation.objects.get(pk=investigation.pk).status == "running"
         own.stop()  # the graph server goes away under the running investigation

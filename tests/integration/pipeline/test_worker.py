@@ -15,8 +15,8 @@ from celery_app.app import app
 from rca.incidents.investigations import run_investigation, telemetry_for
 from rca.incidents.models import Evidence, Hypothesis, Incident, Investigation
 from rca.investigation.engine import investigate
+from tests.faults.worker_app import purge_parked
 from tests.integration.api.factories import user
-from tests.integration.faults.worker_app import purge_parked
 from tests.integration.pipeline.worker import start_worker, stop, wait_for, worker_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -101,7 +101,7 @@ def test_the_investigate_task_writes_progress_a_page_can_poll(tmp_path: Path) ->
         ROOTLINE_TEST_PAUSE_DIR=str(gate),  # pause once, after the loop's last turn, before storing
         ROOTLINE_TEST_PARK="rootline.project_graph,rootline.index_memory",  # not under test here
     )
-    worker = start_worker(tmp_path / "worker.log", "w1", env=env, app="tests.integration.faults.worker_app")
+    worker = start_worker(tmp_path / "worker.log", "w1", env=env, app="tests.faults.worker_app")
     page = APIClient()
     page.force_authenticate(user("viewer"))
     url = reverse("api:investigation-detail", args=[investigation.pk])

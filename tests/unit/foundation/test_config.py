@@ -134,3 +134,45 @@ def test_the_readme_documents_every_integrations_variables() -> None:
     readme = (REPO / "README.md").read_text()
     missing = [name for s in SYSTEMS for name in s.config.env_names() if f"`{name}`" not in readme]
     assert missing == []
+
+
+def test_reliability_and_security_settings(tmp_path: Path) -> None:
+    cfg = load_config({**GOOD, "ROOTLINE_VAR_DIR": str(tmp_path)})
+    assert cfg.reliability.health_timeout_s == 2.0
+    assert cfg.reliability.health_processes is None  # derived from the installation
+    assert not cfg.security.session_cookie_secure
+    assert cfg.security.hsts_seconds == 0
+    tls = load_config(
+        {
+            **GOOD,
+            "ROOTLINE_VAR_DIR": str(tmp_path),
+            "SESSION_COOKIE_SECURE": "true",
+            "CSRF_COOKIE_SECURE": "1",
+            "SECURE_HSTS_SECONDS": "31536000",
+            "ROOTLINE_HEALTH_PROCESSES": "worker, scheduler",
+            "ROOTLINE_HEALTH_CACHE_S": "0",
+            "ROOTLINE_API_TOKEN_FAILURE_RATE": "5/minute",
+        }
+    )
+    assert tls.security.session_cookie_secure
+    assert tls.security.csrf_cookie_secure
+    assert tls.security.hsts_seconds == 31536000
+    assert tls.reliability.health_processes == ("worker", "scheduler")
+    assert tls.reliability.health_cache_s == 0.0
+    assert tls.security.api_token_failure_rate == "5/min"
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("ROOTLINE_HEALTH_PROCESSES", "worker,cron", "ROOTLINE_HEALTH_PROCESSES names cron"),
+        ("ROOTLINE_HEALTH_TIMEOUT_S", "0", "ROOTLINE_HEALTH_TIMEOUT_S='0' is not a positive number"),
+        ("SECURE_HSTS_SECONDS", "a year", "SECURE_HSTS_SECONDS='a year' is not a whole number"),
+        ("SESSION_COOKIE_SECURE", "maybe", "SESSION_COOKIE_SECURE='maybe' is not a boolean"),
+    ],
+)
+def test_bad_reliability_and_security_settings_name_the_variable(
+    tmp_path: Path, name: str, value: str, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_config({**GOOD, "ROOTLINE_VAR_DIR": str(tmp_path), name: value})

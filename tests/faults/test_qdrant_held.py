@@ -15,11 +15,11 @@ from django.core.management import call_command
 from celery_app.app import app
 from rca.incidents.models import Hypothesis, Incident, Investigation
 from tests.conftest import REPO_ROOT
-from tests.integration.faults.worker_app import purge_parked
+from tests.faults.worker_app import purge_parked
 from tests.integration.pipeline.worker import start_worker, stop, wait_for, worker_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True), pytest.mark.slow]
-DATA = Path(__file__).resolve().parents[4] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 CASE = ("rcd-sockshop", "rcd/carts-cpu/1")
 HOLD = (
     "import sys; from qdrant_client import QdrantClient; "
@@ -72,7 +72,7 @@ def test_recall_degrades_when_another_process_holds_the_store(
         ROOTLINE_TEST_PARK="rootline.project_graph",  # the graph is not under test here
     )
     log = tmp_path / "worker.log"
-    worker = start_worker(log, "qdrantheld", "celery,memory", env, app="tests.integration.faults.worker_app")
+    worker = start_worker(log, "qdrantheld", "celery,memory", env, app="tests.faults.worker_app")
     try:
         wait_for(lambda: _investigation(investigation.pk).status == "succeeded", 120, "the investigation")
         stored = _investigation(investigation.pk)

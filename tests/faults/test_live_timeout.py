@@ -41,7 +41,7 @@ def backends(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     port = free_port()
     log = tmp_path / "requests.log"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.integration.faults.telemetry_server", str(port), str(FIRED - 120)],
+        [sys.executable, "-m", "tests.faults.telemetry_server", str(port), str(FIRED - 120)],
         cwd=REPO_ROOT,
         stdout=log.open("wb"),
         stderr=subprocess.STDOUT,

@@ -20,12 +20,12 @@ from django.db import DatabaseError, connections
 from celery_app.app import app
 from rca.incidents.models import AuditEvent, Evidence, Hypothesis, Incident, Investigation
 from tests.conftest import REPO_ROOT
-from tests.integration.faults.postgres import PrivatePostgres, server_bin
-from tests.integration.faults.worker_app import purge_parked
+from tests.faults.postgres import PrivatePostgres, server_bin
+from tests.faults.worker_app import purge_parked
 from tests.integration.pipeline.worker import start_worker, stop, wait_for, worker_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-DATA = Path(__file__).resolve().parents[4] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 CASE = ("rcd-sockshop", "rcd/carts-cpu/1")  # a dev case the engine explains confidently: carts
 ALIAS = "private"  # this process's connection to the test's own cluster
 
@@ -98,7 +98,7 @@ def test_postgres_restarted_mid_investigation_completes_once(
     db = Investigation.objects.using(ALIAS)
     investigation = db.get(incident__recorded_case__case_id=CASE[1])
     log = tmp_path / "worker.log"
-    worker = start_worker(log, "pgrestart", env=env, app="tests.integration.faults.worker_app")
+    worker = start_worker(log, "pgrestart", env=env, app="tests.faults.worker_app")
     try:
         wait_for(lambda: (gate / "reached").exists(), 120, "the worker to finish investigating")
         assert db.get(pk=investigation.pk).status == "running"
