@@ -15,6 +15,7 @@ from rca.core.guidance import Guidance
 from rca.core.hypotheses import Hypothesis
 from rca.core.modes import Mode
 from rca.core.path_verification import HopVerification
+from rca.tools.facts import RunFacts
 
 
 class Belief(StrEnum):
@@ -100,6 +101,7 @@ class InvestigationResult:
     policy_failure: str | None = None  # why the policy failed closed (then nothing is named)
     policy_notes: tuple[str, ...] = ()  # retries, rejected model calls, a fallback to the offline policy
     guidance: Guidance | None = None  # recovery guidance, when no confident root cause was found
+    facts: RunFacts | None = None  # what the tools recorded during the run (the explorer's series, ...)
 
     @property
     def confident(self) -> bool:

@@ -26,12 +26,13 @@ from rca.core.actions import ActionTier, OutcomeKind
 from rca.core.evidence import Source
 from rca.core.hypotheses import Hypothesis, HypothesisState, derive_state
 from rca.core.redact import redact
-from rca.investigation import engine, registry
+from rca.investigation import engine
 from rca.investigation.anthropic_policy import SYSTEM, AnthropicPolicy, Spend, frame, policy_factory
 from rca.investigation.engine import EngineConfig, investigate
 from rca.investigation.policy import OfflinePolicy
 from rca.investigation.result import InvestigationResult
 from rca.telemetry.cases import RecordedCase, load_case, read_index
+from rca.tools import registry
 from rca.tools.base import ToolContext, ToolResult
 from tests.unit.investigation.scenario import build, propagate_latency
 
@@ -382,10 +383,8 @@ class HostileLogs:
 
 
 def _hostile_run(monkeypatch: pytest.MonkeyPatch) -> tuple[InvestigationResult, list[dict[str, Any]]]:
-    real = registry.tools_for
-    monkeypatch.setattr(
-        engine, "tools_for", lambda enabled, available: {**real(enabled, available), "logs": HostileLogs()}
-    )
+    real = registry.instances
+    monkeypatch.setattr(engine, "instances", lambda specs: {**real(specs), "logs": HostileLogs()})
     # an entity named after an address, as label values sometimes are
     source, alert = build([*CHAIN, ("checkout", "ops@example.com")], _payment_cpu())
     with replay("hostile") as run:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from rca.core.evidence import EvidenceSink, Verdict
+from rca.core.grounding import Citation, nearest_citation
 from rca.core.hypotheses import Hypothesis
 from rca.telemetry.model import (
     Alert,
@@ -26,15 +27,11 @@ from rca.telemetry.model import (
     TimeWindow,
 )
 from rca.tools.base import EvidenceCapturingTool, ToolContext
-from rca.tools.changes import (
-    ChangesTool,
-    canary_profile,
-    changes_in_window,
-    citation_for,
-    entity_scores,
-    kind_hint,
-    split_instances,
-)
+from rca.tools.changes.analysis import split_instances
+from rca.tools.changes.profile import canary_profile, changes_in_window
+from rca.tools.changes.seeding import kind_hint
+from rca.tools.changes.seeding import scores as entity_scores
+from rca.tools.changes.tool import ChangesTool
 from rca.tools.faults import FaultKind
 
 T0 = 1_700_000_000.0
@@ -173,6 +170,12 @@ def concurrent() -> ToolContext:
     )
     events = _rollout("cart", "v2", SHA_GOOD, at) + _rollout("pay", "v2", SHA_BAD, at + 1.0)
     return _context(MemorySource(series, events))
+
+
+def citation_for(ctx: ToolContext, entity: str, path: Sequence[str]) -> Citation | None:
+    """The citation the conclusion would pick from the citations the tool recorded."""
+    changes_in_window(ctx)
+    return nearest_citation(ctx.record.citations, ctx.onset, entities={entity, *path})
 
 
 def _verdict(ctx: ToolContext, entity: str, kind: FaultKind = FaultKind.BAD_DEPLOY) -> Verdict:
