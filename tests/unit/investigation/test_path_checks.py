@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rca.core.path_verification import Check, Rule
 from rca.investigation.conclusion import check_hop
+from rca.investigation.document import document_of
 from rca.investigation.engine import EngineConfig, investigate, windows
 from rca.tools.base import ToolContext
 from rca.tools.facts import RunFacts
@@ -30,7 +31,7 @@ def test_a_fault_that_travels_forward_in_time_is_verified_hop_by_hop() -> None:
     result = investigate(source, alert)
     assert [(h.cause, h.effect) for h in result.path] == [("payment", "checkout"), ("checkout", "frontend")]
     assert all(h.verification is not None and h.verification.verified for h in result.path)
-    assert result.to_dict()["path"][0]["verification"] == {
+    assert document_of(result).to_json()["path"][0]["verification"] == {
         "verified": True,
         "rules": {"structural": "pass", "statistical": "pass", "temporal": "pass"},
         "failed": [],
