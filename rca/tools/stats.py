@@ -64,7 +64,7 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], Family, Direction], ...] = (
     (re.compile(r"mem"), Family.MEMORY, Direction.UP),
     (re.compile(r"network|net_|_bytes"), Family.NETWORK, Direction.BOTH),
     (re.compile(r"syscall|disk|io_"), Family.IO, Direction.BOTH),
-    (re.compile(r"request|workload|throughput|lod|qps|rps"), Family.TRAFFIC, Direction.BOTH),
+    (re.compile(r"request|workload|throughput|qps|rps"), Family.TRAFFIC, Direction.BOTH),
 )
 
 

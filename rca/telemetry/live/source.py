@@ -17,6 +17,7 @@ from rca.telemetry.live.loki import LokiConnector
 from rca.telemetry.live.prometheus import PrometheusConnector
 from rca.telemetry.live.tempo import TempoConnector
 from rca.telemetry.model import (
+    Conventions,
     DependencyGraph,
     Event,
     LogRecord,
@@ -138,8 +139,11 @@ class LiveSource:
     """TelemetrySource over live backends.
 
     A backend that is not configured contributes nothing (and its modality is absent); one that
-    fails raises TelemetryError naming it, for the engine to record as an inconclusive result.
+    fails raises TelemetryError naming it, for the engine to record as an inconclusive result. It
+    declares no identifier formats (`Conventions`): the tools assume none of a live system's.
     """
+
+    conventions = Conventions()
 
     def __init__(
         self,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rca.core.grounding import CitationKind
-from rca.telemetry.model import Event, EventKind, FloatArray, MetricSeries, TimeWindow
+from rca.telemetry.model import Conventions, Event, EventKind, FloatArray, MetricSeries, TimeWindow
 from rca.tools.faults import FAMILIES_OF_KIND, FaultKind
 from rca.tools.stats import Deviation, Direction, Family, deviation, family_of, same_stream
 
@@ -86,28 +86,27 @@ def nearest(items: Sequence[Rollout], onset: float) -> Rollout:
 
 # --- splitting instances into new and old versions ------------------------------------------------------
 def _stem(instance: str) -> str:
-    """The instance name without its per-replica suffix (`svc-v2-fd6989b7c-6xff2` -> `svc-v2-fd6989b7c`)."""
+    """The instance name without its per-replica suffix (`orders-5d8f7c9b4-x2k7q` -> `orders-5d8f7c9b4`)."""
     return instance.rsplit("-", 1)[0] if "-" in instance else instance
 
 
-_VERSION = re.compile(r"(?:^|-)v(\d+)(?:-|$)")
-
-
-def _version(stem: str) -> int | None:
-    match = _VERSION.search(stem)
+def _version(stem: str, token: re.Pattern[str] | None) -> int | None:
+    match = token.search(stem) if token is not None else None
     return int(match.group(1)) if match else None
 
 
 def split_instances(
-    series: Sequence[MetricSeries], rollout: Rollout
+    series: Sequence[MetricSeries], rollout: Rollout, conventions: Conventions
 ) -> tuple[frozenset[str], frozenset[str]]:
     """(new, old) instance names of one entity around `rollout`.
 
     The deploy's own events decide when they can: the instances it names and those whose name carries
     its reference are new, with every replica of their stem. Otherwise names that differ only by a
-    version-like token or replica-set hash are grouped by stem; a stem first seen at or after the
-    rollout started is new (ties broken by the higher `v<n>`), the others are old.
+    version token or replica-set hash are grouped by stem; a stem first seen at or after the rollout
+    started is new (ties broken by the higher version, where the source's instance names carry one:
+    `Conventions.version_token`), the others are old.
     """
+    token = re.compile(conventions.version_token) if conventions.version_token else None
     first_seen: dict[str, float] = {}
     for s in series:
         finite = s.timestamps[np.isfinite(s.values)]
@@ -126,7 +125,7 @@ def split_instances(
             stem_start[stem] = min(stem_start.get(stem, math.inf), first_seen[inst])
         if len(stem_start) > 1:
             fresh = {s for s, t in stem_start.items() if t >= rollout.started_at}
-            versions = {s: _version(s) for s in stem_start}
+            versions = {s: _version(s, token) for s in stem_start}
             if not fresh and all(v is not None for v in versions.values()):
                 top = max(v for v in versions.values() if v is not None)
                 if list(versions.values()).count(top) < len(versions):

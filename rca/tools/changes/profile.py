@@ -134,7 +134,7 @@ def _compare(ctx: ToolContext, entity: str, rollout: Rollout, events: tuple[Even
     if pre is not None and pre.end <= start:  # a separate normal recording: fetch it on its own
         series += [s for s in ctx.source.metrics(entity, pre) if s.instance]
     after = TimeWindow(rollout.started_at, max(ctx.incident.end, rollout.started_at))
-    new, old = split_instances(series, rollout)
+    new, old = split_instances(series, rollout, ctx.source.conventions)
     finding.new_instances = tuple(sorted(new))
     finding.old_instances = tuple(sorted(old))
     finding.split = bool(new)

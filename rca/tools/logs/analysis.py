@@ -42,7 +42,7 @@ import pandas as pd
 from scipy.stats import norm
 
 from rca.core.verdict import DEFAULT_THRESHOLDS
-from rca.telemetry.model import DependencyGraph, Severity
+from rca.telemetry.model import Conventions, DependencyGraph, Severity
 from rca.tools.counts import Comparison, ReferenceKind, count_z, lead, robust_peer_z
 from rca.tools.logs.pairs import SPAN_ANCHOR, PairStat, Units, own_pairs, units
 from rca.tools.logs.templates import templates
@@ -288,9 +288,11 @@ def profile_lines(
     entities: Sequence[str],
     graph: DependencyGraph,
     g: nx.DiGraph,
+    conventions: Conventions,
 ) -> LogAnalysis:
     """Profile every entity's log lines (`frame`: time, entity, severity, body, trace_id, unit) with the
-    span starts that anchor their pairs (`span_anchors`); `g` is `graph` as networkx."""
+    span starts that anchor their pairs (`span_anchors`); `g` is `graph` as networkx, `conventions`
+    the source's log formats."""
     profiles: dict[str, LogProfile] = {}
     blame: dict[str, tuple[dict[str, int], int]] = {}
     found_units: dict[str, Units] = {}
@@ -302,7 +304,7 @@ def profile_lines(
         if lines is None or lines.empty:
             profiles[entity] = LogProfile(entity, cmp.kind, minutes_observed=cmp.observed.seconds / 60.0)
             continue
-        lines = lines.assign(template=templates(lines))
+        lines = lines.assign(template=templates(lines, conventions))
         ref, obs = cmp.split(lines, "time")
         profiles[entity] = _profile(entity, ref, obs, cmp)
         observed[entity] = obs

@@ -38,7 +38,7 @@ def analyse(ctx: ToolContext) -> LogAnalysis:
     anchors = pd.DataFrame(columns=ANCHOR_COLUMNS)
     if cmp.reference is not None:
         anchors = span_anchors(span_frame(ctx)[0])
-    result = profile_lines(frame, cmp, anchors, entities, ctx.graph, ctx.digraph)
+    result = profile_lines(frame, cmp, anchors, entities, ctx.graph, ctx.digraph, ctx.source.conventions)
     ctx.cache[CACHE_KEY] = result
     return result
 

@@ -1,9 +1,12 @@
-"""Log templates: the statement a line comes from, by its statement id when it names one, else by its
-drain3 template (configured here, no persistence; numbers, ids, uuids and clocks masked)."""
+"""Log templates: the statement a line comes from, by its statement id when the source declares that its
+lines name one (`rca.telemetry.model.Conventions`), else by its drain3 template (configured here, no
+persistence; numbers, ids, uuids and clocks masked)."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from functools import lru_cache
 
 import pandas as pd
 from drain3 import TemplateMiner
@@ -11,6 +14,7 @@ from drain3.masking import MaskingInstruction
 from drain3.template_miner_config import TemplateMinerConfig
 
 from rca.core.redact import redact
+from rca.telemetry.model import Conventions
 
 BODY_CHARS = 200  # templates are mined on the head of a line: long payload tails are parameters
 TEMPLATE_SHOWN = 70  # characters of a template quoted in a summary
@@ -22,14 +26,35 @@ MASKS: tuple[tuple[str, str], ...] = (
     (r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b", "UUID"),
     (r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b", "IP"),
     (r"\b(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{12,}\b", "ID"),
-    # Numbers that stand alone; digits glued to a name (`Impl#37`, `ts2`) identify a statement.
+    # Numbers that stand alone; digits glued to a name (`Service#37`, `ts2`) identify a statement.
     (r"(?<![A-Za-z0-9_#.])[-+]?\d+(?:\.\d+)?", "NUM"),
 )
 _MASK_RES = tuple((re.compile(p), f"<{name}>") for p, name in MASKS)
 
-# A statement id: a (dotted) logger name glued to a line number, as logback's `%logger#%line` writes.
-_STATEMENT = re.compile(r"(?<![\w.$])((?:[A-Za-z_$][\w$]*\.)*[A-Z][\w$]*#\d+)\b")
-_AFTER_STATEMENT = re.compile(r"#\d+\b(?:\s+TraceID: <ID>)?(?:\s+SpanID: <ID>)?\s*([^<:=]{0,60})")
+
+@dataclass(frozen=True)
+class Formats:
+    """The patterns a source's conventions give: its statement id (group 1), the text after a statement
+    id up to the first value (group `tail`, past any trace markers), and the trace markers themselves."""
+
+    statement: re.Pattern[str] | None
+    after_statement: re.Pattern[str] | None
+    markers: re.Pattern[str] | None
+
+
+@lru_cache(maxsize=16)
+def formats(conventions: Conventions) -> Formats:
+    """The compiled patterns of `conventions` (once per set of conventions)."""
+    markers = "|".join(re.escape(m) for m in conventions.trace_markers)
+    statement = conventions.statement_id
+    after = "".join(rf"(?:\s+{re.escape(m)} <ID>)?" for m in conventions.trace_markers)
+    return Formats(
+        statement=re.compile(statement) if statement else None,
+        after_statement=re.compile(rf"(?:{statement}){after}\s*(?P<tail>[^<:=]{{0,60}})")
+        if statement
+        else None,
+        markers=re.compile(rf"\b(?:{markers})\s*") if markers else None,
+    )
 
 
 def mask(text: pd.Series) -> pd.Series:
@@ -46,7 +71,7 @@ def new_miner() -> TemplateMiner:
     config.masking_instructions = [MaskingInstruction(p, name) for p, name in MASKS]
     config.drain_sim_th = 0.5
     # Drain never merges lines whose first depth-2 tokens differ: with depth 5 those are the clock,
-    # the level and the logger / statement (`Impl#37`) in most formats, so that two statements of one
+    # the level and the logger / statement (`Service#37`) in most formats, so that two statements of one
     # method stay two templates (numbers are masked above, so tokens with digits may be tree keys).
     config.drain_depth = 5
     config.drain_max_children = 100
@@ -55,21 +80,27 @@ def new_miner() -> TemplateMiner:
     return TemplateMiner(persistence_handler=None, config=config)
 
 
-def short(template: str) -> str:
-    """A template fit for a summary: masks collapsed, redacted, bounded."""
+def short(template: str, conventions: Conventions) -> str:
+    """A template fit for a summary: masks and the source's trace markers collapsed, redacted, bounded."""
     text = re.sub(r"(?:<\*>|<(?:TS|NUM|ID)>)\s*", "", template)
-    text = re.sub(r"\b(?:TraceID|SpanID):\s*", "", text).strip()
+    markers = formats(conventions).markers
+    text = (markers.sub("", text) if markers else text).strip()
     text = redact(text)
     return text if len(text) <= TEMPLATE_SHOWN else text[: TEMPLATE_SHOWN - 1] + "\u2026"
 
 
-def templates(frame: pd.DataFrame) -> pd.Series:
-    """The template of every line of one entity: its statement id when the line names one (a logger
-    and line number such as `t.s.TravelServiceImpl#451`: exactly one statement of the code, which
-    drain may merge with its neighbours), else its drain3 template (mined over distinct masked lines).
+def templates(frame: pd.DataFrame, conventions: Conventions) -> pd.Series:
+    """The template of every line of one entity: its statement id when the line names one in the
+    source's format (a logger and line number such as `com.example.OrderService#88`: exactly one
+    statement of the code, which drain may merge with its neighbours), else its drain3 template
+    (mined over distinct masked lines).
     """
+    found = formats(conventions)
     head = frame["body"].str.slice(0, BODY_CHARS)
-    statement = head.str.extract(_STATEMENT, expand=False)
+    if found.statement is None or found.after_statement is None:
+        statement = pd.Series(pd.NA, index=frame.index, dtype=object)
+    else:
+        statement = head.str.extract(found.statement, expand=False)
     masked = mask(head)
     miner = new_miner()
     ids: dict[str, int] = {}
@@ -78,7 +109,9 @@ def templates(frame: pd.DataFrame) -> pd.Series:
     texts = {c.cluster_id: c.get_template() for c in miner.drain.clusters}
     mined = masked.map(lambda line: texts.get(ids.get(line, -1), line))
     level = frame["severity"].str.upper()
+    if found.after_statement is None:
+        return mined
     # The statement's text after the id, up to the first value (a mask, or a `name:` / `name=` whose
-    # value may be free text such as a station name), keeps the summary readable.
-    tail = masked.str.extract(_AFTER_STATEMENT, expand=False).fillna("")
+    # value may be free text such as a place name), keeps the summary readable.
+    tail = masked.str.extract(found.after_statement)["tail"].fillna("")
     return statement.radd(level + " ").str.cat(tail, sep=" ").str.strip().where(statement.notna(), mined)

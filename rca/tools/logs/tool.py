@@ -22,6 +22,7 @@ class LogsTool:
     def run(self, ctx: ToolContext, hypothesis: Hypothesis) -> ToolResult:
         """Score the entity's own log anomaly (pair breaks, bursts and template shift net of blame)."""
         analysis = analyse(ctx)
+        conventions = ctx.source.conventions
         entity = hypothesis.entity
         prof = log_profile(ctx, entity)
         note = analysis.comparison.note
@@ -36,17 +37,17 @@ class LogsTool:
         pair = prof.broken
         if pair is not None and pair.z >= KNEE:
             parts.append(
-                f"'{short(pair.first)}' no longer followed by '{short(pair.then)}' "
+                f"'{short(pair.first, conventions)}' no longer followed by '{short(pair.then, conventions)}' "
                 f"({pair.broken_observed}/{pair.units_observed} vs "
                 f"{pair.broken_reference}/{pair.units_reference} before; "
                 f"{analysis.pair_sigma(entity):.1f} sigma over {analysis.pairs_tested} pairs tested)"
             )
         new = prof.new_templates
         if new:
-            parts.append(f"{len(new)} new templates, e.g. '{short(new[0].template)}'")
+            parts.append(f"{len(new)} new templates, e.g. '{short(new[0].template, conventions)}'")
         top = prof.top
         if top is not None and top.z < -KNEE:
-            parts.append(f"collapsed: '{short(top.template)}' {top.reference} -> {top.observed}")
+            parts.append(f"collapsed: '{short(top.template, conventions)}' {top.reference} -> {top.observed}")
         if prof.blamed and prof.own < prof.raw:
             parts.append(f"{prof.blamed_share:.0%} of its problems are failed calls to {prof.blamed}")
         if prof.inherited_units:
@@ -81,9 +82,11 @@ class LogsTool:
             "lead": round(lead, 3) if math.isfinite(lead) else "inf",
         }
         if top is not None:
-            measurements["top_template"] = short(top.template)
+            measurements["top_template"] = short(top.template, conventions)
         if pair is not None:
-            measurements["broken_pair"] = f"{short(pair.first)} -> {short(pair.then)}"
+            measurements["broken_pair"] = (
+                f"{short(pair.first, conventions)} -> {short(pair.then, conventions)}"
+            )
         if prof.blamed:
             measurements["blamed"] = prof.blamed
         return ToolResult(

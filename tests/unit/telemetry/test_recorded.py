@@ -250,6 +250,7 @@ def test_nezha_tt_logs_and_spans_are_bounded(data_dir: Path) -> None:
     refs = [r for r in read_index(data_dir, split="dev", datasets=["nezha"]) if r.system == "TrainTicket"]
     case = load_case(data_dir, refs[0])
     src = case.source
+    assert src.conventions.statement_id is not None  # its services write logback statement ids
     minute = TimeWindow(case.window.start, case.window.start + 60)
     spans = src.spans(minute)
     assert spans

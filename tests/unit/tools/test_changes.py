@@ -12,7 +12,9 @@ from rca.core.evidence import EvidenceSink, Verdict
 from rca.core.grounding import Citation, nearest_citation
 from rca.core.hypotheses import Hypothesis
 from rca.telemetry.model import (
+    VERSIONED_POD,
     Alert,
+    Conventions,
     DependencyGraph,
     Edge,
     Entity,
@@ -43,6 +45,8 @@ SHA_BAD = "a1b2c3d4e5f6"
 
 class MemorySource:
     """An in-memory TelemetrySource: per-entity series and a list of events."""
+
+    conventions = Conventions(version_token=VERSIONED_POD)  # pods are named `<service>-v<n>-<pod>`
 
     def __init__(
         self, series: Sequence[MetricSeries], events: Sequence[Event], *, fail: bool = False
@@ -278,6 +282,6 @@ def test_split_by_version_token_without_event_hints() -> None:
     assert finding is not None
     assert finding.new_instances == ("pay-v2-1",)
     assert set(finding.old_instances) == {"pay-v1-0", "pay-v1-1", "pay-v1-2"}
-    new, old = split_instances(series, finding.rollout)
+    new, old = split_instances(series, finding.rollout, MemorySource.conventions)
     assert new == frozenset({"pay-v2-1"})
     assert len(old) == 3

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rca.core.hypotheses import Hypothesis
-from rca.telemetry.model import LogRecord, Severity, Span, TimeWindow
+from rca.telemetry.model import Conventions, LogRecord, Severity, Span, TimeWindow
 from rca.tools.counts import ReferenceKind
 from rca.tools.faults import FaultKind
 from rca.tools.logs.analysis import DISCOVERY_SIGMA, LogAnalysis, LogProfile, score
@@ -11,10 +11,10 @@ from rca.tools.logs.pairs import SPAN_ANCHOR, PairStat
 from rca.tools.logs.profile import analyse, log_profile
 from rca.tools.logs.seeding import kind_hint
 from rca.tools.logs.seeding import scores as entity_scores
-from rca.tools.logs.templates import mask
+from rca.tools.logs.templates import mask, short
 from rca.tools.logs.templates import templates as line_templates
 from rca.tools.logs.tool import LogsTool
-from tests.unit.tools import ONSET, FakeSource, context
+from tests.unit.tools import LOGBACK, ONSET, FakeSource, context
 
 EDGES = (("front", "order"), ("order", "pay"), ("front", "user"), ("order", "stock"))
 
@@ -250,10 +250,24 @@ def test_one_statement_is_one_template_whatever_free_text_it_carries() -> None:
         for s in ("shanghai", "suzhou", "nanjing")
     ]
     frame = pd.DataFrame({"body": bodies, "severity": ["INFO"] * 3})
-    templates = line_templates(frame)
+    templates = line_templates(frame, LOGBACK)
     assert templates.nunique() == 1
     assert templates[0].startswith("INFO f.m.s.BasicServiceImpl#360 [checkStationExists]")
     assert "shanghai" not in templates[0]
+
+
+def test_statement_ids_and_trace_markers_are_read_only_where_the_source_declares_them() -> None:
+    import pandas as pd
+
+    bodies = [f"INFO o.OrderService#88 TraceID: {n:032x} placed order: {s}" for n, s in enumerate("abc")]
+    frame = pd.DataFrame({"body": bodies, "severity": ["INFO"] * 3})
+    declared = line_templates(frame, LOGBACK)
+    assert set(declared) == {"INFO o.OrderService#88 placed order"}  # the id, then the text past the marker
+    mined = line_templates(frame, Conventions())  # a source that declares no statement ids
+    assert not mined[0].startswith("INFO o.OrderService#88 placed")
+    assert "TraceID:" in mined[0]
+    assert short("TraceID: <ID> placed", LOGBACK) == "placed"
+    assert short("TraceID: <ID> placed", Conventions()) == "TraceID: placed"
 
 
 def test_failed_calls_to_a_callee_that_shows_nothing_are_still_not_the_callers_own_fault() -> None:
