@@ -29,8 +29,8 @@ from rca.incidents.services import record_audit
 from rca.investigation.anthropic_policy import Spend, policy_factory
 from rca.investigation.document import document_of
 from rca.investigation.engine import EngineConfig, investigate
-from rca.investigation.guidance import RerunPlan
 from rca.investigation.narrative import action_body, action_title
+from rca.investigation.recovery import RerunPlan
 from rca.investigation.result import InvestigationResult
 from rca.telemetry.cases import find_case, load_case
 from rca.telemetry.live.source import LiveConfig, LiveSource
@@ -45,7 +45,7 @@ def queue_investigation(incident: Incident, guidance_from: Investigation | None 
     """Create the next investigation of `incident` and send it to a worker once this commits.
 
     With `guidance_from`, the new run applies that investigation's recovery guidance (see
-    `rca.investigation.guidance.RerunPlan`).
+    `rca.investigation.recovery.RerunPlan`).
     """
     attempt = incident.investigations.count() + 1
     applied = {"from_investigation": guidance_from.pk, **guidance_from.guidance} if guidance_from else {}

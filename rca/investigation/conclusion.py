@@ -19,8 +19,8 @@ from rca.core.levels import refined, root_of
 from rca.core.modes import Mode
 from rca.core.path_verification import HopVerification, verify_hop
 from rca.investigation.controller import LoopOutcome, LoopSettings
-from rca.investigation.guidance import SEEDS_RECORDED, guidance_for
 from rca.investigation.policy import Policy
+from rca.investigation.recovery import SEEDS_RECORDED, guidance_for
 from rca.investigation.result import Belief, Candidate, Hop, InvestigationResult
 from rca.investigation.seed import Suspect
 from rca.tools.facts import RunFacts

@@ -55,6 +55,14 @@ class Modality(StrEnum):
     CHANGES = "changes"
 
 
+class Direction(StrEnum):
+    """Which way a signal goes bad: latency and errors up, success rates down, some either way."""
+
+    UP = "up"
+    DOWN = "down"
+    BOTH = "both"
+
+
 class Severity(StrEnum):
     """Log severity, after OpenTelemetry's severity ranges (TRACE..FATAL)."""
 

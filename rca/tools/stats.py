@@ -17,7 +17,7 @@ import numpy as np
 import ruptures
 
 from rca.core.verdict import DEFAULT_THRESHOLDS
-from rca.telemetry.model import FloatArray, MetricSeries
+from rca.telemetry.model import Direction, FloatArray, MetricSeries
 
 MAD_TO_SIGMA = 1.4826
 # A baseline's spread is never taken below this share of its level (flat series, quantised data).
@@ -45,14 +45,6 @@ class Family(StrEnum):
     NETWORK = "network"
     IO = "io"
     DOWNSTREAM = "downstream"  # client-side measures of calls an entity makes (its callees' view)
-
-
-class Direction(StrEnum):
-    """Which way is bad."""
-
-    UP = "up"
-    DOWN = "down"
-    BOTH = "both"
 
 
 _FAMILY_RULES: tuple[tuple[re.Pattern[str], Family, Direction], ...] = (

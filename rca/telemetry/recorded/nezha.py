@@ -41,12 +41,13 @@ from rca.telemetry.model import (
     Alert,
     Conventions,
     DependencyGraph,
+    Direction,
     Severity,
     SpanKind,
     SpanStatus,
     TimeWindow,
 )
-from rca.telemetry.recorded.alerting import Direction, Signal, detect_alert
+from rca.telemetry.recorded.alerting import Signal, detect_alert
 from rca.telemetry.recorded.source import (
     LOG_COLUMNS,
     SPAN_COLUMNS,

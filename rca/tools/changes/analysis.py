@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rca.core.grounding import CitationKind
-from rca.telemetry.model import Conventions, Event, EventKind, FloatArray, MetricSeries, TimeWindow
+from rca.telemetry.model import Conventions, Direction, Event, EventKind, FloatArray, MetricSeries, TimeWindow
 from rca.tools.faults import FAMILIES_OF_KIND, FaultKind
-from rca.tools.stats import Deviation, Direction, Family, deviation, family_of, same_stream
+from rca.tools.stats import Deviation, Family, deviation, family_of, same_stream
 
 # The families a defective release shows on its own instances (what the canary compares).
 CANARY_FAMILIES: tuple[Family, ...] = FAMILIES_OF_KIND[FaultKind.BAD_DEPLOY]
@@ -80,7 +80,7 @@ def rollouts(events: Iterable[Event]) -> list[Rollout]:
 
 
 def nearest(items: Sequence[Rollout], onset: float) -> Rollout:
-    # As for the citation: a change at or before onset beats a later one, then the nearest wins.
+    """The rollout nearest to onset: as for the citation, one at or before onset beats a later one."""
     return min(items, key=lambda r: (r.started_at > onset, abs(r.started_at - onset), r.reference or ""))
 
 
@@ -106,7 +106,7 @@ def split_instances(
     started is new (ties broken by the higher version, where the source's instance names carry one:
     `Conventions.version_token`), the others are old.
     """
-    token = re.compile(conventions.version_token) if conventions.version_token else None
+    version = re.compile(conventions.version_token) if conventions.version_token else None
     first_seen: dict[str, float] = {}
     for s in series:
         finite = s.timestamps[np.isfinite(s.values)]
@@ -125,7 +125,7 @@ def split_instances(
             stem_start[stem] = min(stem_start.get(stem, math.inf), first_seen[inst])
         if len(stem_start) > 1:
             fresh = {s for s, t in stem_start.items() if t >= rollout.started_at}
-            versions = {s: _version(s, token) for s in stem_start}
+            versions = {s: _version(s, version) for s in stem_start}
             if not fresh and all(v is not None for v in versions.values()):
                 top = max(v for v in versions.values() if v is not None)
                 if list(versions.values()).count(top) < len(versions):

@@ -12,12 +12,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rca.telemetry.model import FloatArray, MetricSeries, TimeWindow
+from rca.telemetry.model import Direction, FloatArray, MetricSeries, TimeWindow
 from rca.tools.stats import (
     DOMINANCE,
     KNEE,
     Deviation,
-    Direction,
     Family,
     family_of,
     same_stream,

@@ -16,7 +16,7 @@ import networkx as nx
 import numpy as np
 
 from rca.core.hypotheses import Hypothesis
-from rca.telemetry.model import MetricSeries, TimeWindow
+from rca.telemetry.model import Direction, MetricSeries, TimeWindow
 from rca.tools.base import ToolContext
 from rca.tools.facts import ExaminedSeries
 from rca.tools.faults import FaultKind
@@ -35,7 +35,6 @@ from rca.tools.metrics.analysis import (
 from rca.tools.stats import (
     KNEE,
     Deviation,
-    Direction,
     Family,
     change_point,
     deviation,
@@ -118,7 +117,7 @@ def _net_of_pre_onset(
     return replace(dev, z=min(dev.z, dev.excess_over(level, direction))), True
 
 
-def profile(ctx: ToolContext, entity: str) -> MetricProfile:
+def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
     """The entity's metric profile, computed once per investigation."""
     key = f"metrics.profile.{entity}"
     cached = ctx.cache.get(key)
@@ -244,7 +243,7 @@ def peer_noise(ctx: ToolContext, family: Family) -> float:
     zs = [
         own_z(ctx, e, family)[0]
         for e in ctx.graph.names()
-        if family in profile(ctx, e).findings and not is_view(ctx.graph, e)  # a view repeats a peer
+        if family in metric_profile(ctx, e).findings and not is_view(ctx.graph, e)  # a view repeats a peer
     ]
     noise = max(1.0, float(np.quantile(zs, PEER_QUANTILE))) if zs else 1.0
     ctx.cache[key] = noise
@@ -262,10 +261,10 @@ def runner_up(ctx: ToolContext, entity: str, family: Family) -> tuple[float, str
 
 def own_z(ctx: ToolContext, entity: str, family: Family) -> tuple[float, float, str | None]:
     """The entity's own deviation in `family`: (own z, raw z, the callee that explains the rest)."""
-    raw = profile(ctx, entity).z(family)
+    raw = metric_profile(ctx, entity).z(family)
     if family not in PROPAGATING:
         return raw, raw, None
-    callees = [(profile(ctx, c).z(family), c) for c in ctx.graph.callees(entity) if c != entity]
+    callees = [(metric_profile(ctx, c).z(family), c) for c in ctx.graph.callees(entity) if c != entity]
     if not callees:
         return raw, raw, None
     inherited, culprit = max(callees)
@@ -303,8 +302,9 @@ def own_cause(ctx: ToolContext, hypothesis: Hypothesis) -> str | None:
 def error_burst(ctx: ToolContext, entity: str) -> float:
     """The entity's own worst minute of errors beyond anything its baseline showed, net of the worst its
     callees show (a callee's burst reaches its callers too)."""
-    mine = profile(ctx, entity).peaks.get(Family.ERRORS, 0.0)
-    theirs = [profile(ctx, c).peaks.get(Family.ERRORS, 0.0) for c in ctx.graph.callees(entity) if c != entity]
+    mine = metric_profile(ctx, entity).peaks.get(Family.ERRORS, 0.0)
+    callees = [c for c in ctx.graph.callees(entity) if c != entity]
+    theirs = [metric_profile(ctx, c).peaks.get(Family.ERRORS, 0.0) for c in callees]
     return max(0.0, mine - max(theirs, default=0.0))
 
 

@@ -9,12 +9,12 @@ import logging
 import numpy as np
 
 from rca.core.path_verification import Observation
-from rca.telemetry.model import TelemetryError
+from rca.telemetry.model import Direction, TelemetryError
 from rca.tools.base import ToolContext
 from rca.tools.faults import EXPLAINS, FAMILIES_OF_KIND, KIND_OF_FAMILY, FaultKind, symptom_family
 from rca.tools.metrics.analysis import FamilyFinding
-from rca.tools.metrics.profile import own_short_reference_z, own_z, profile, spans_disown
-from rca.tools.stats import KNEE, Direction, family_of
+from rca.tools.metrics.profile import metric_profile, own_short_reference_z, own_z, spans_disown
+from rca.tools.stats import KNEE, family_of
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def kinds(ctx: ToolContext, entity: str) -> list[FaultKind]:
     """The kinds whose metric family moved at the entity itself, most first."""
     moved = [
         (own, family)
-        for family in profile(ctx, entity).findings
+        for family in metric_profile(ctx, entity).findings
         if (own := own_z(ctx, entity, family)[0]) >= KNEE and family in KIND_OF_FAMILY
     ]
     return [KIND_OF_FAMILY[f] for _, f in sorted(moved, key=lambda m: (-m[0], m[1].value))]
@@ -67,7 +67,7 @@ def kinds(ctx: ToolContext, entity: str) -> list[FaultKind]:
 def details(ctx: ToolContext, entity: str, kind: FaultKind) -> list[str]:
     """`instance:<name>` for the instances whose series of the kind deviated, strongest first; the
     entity-wide series as `metric:<name>` when no instance reports one."""
-    prof = profile(ctx, entity)
+    prof = metric_profile(ctx, entity)
     found = [f for family in FAMILIES_OF_KIND[kind] for f in prof.instances.get(family, {}).values()]
     found.sort(key=lambda f: (-f.deviation.z, f.instance or "", f.metric))
     named = [f"instance:{f.instance}" for f in found if f.instance is not None]
@@ -80,7 +80,7 @@ def observe(ctx: ToolContext, entity: str) -> Observation:
     """Whether `entity` deviated from its baseline and, if so, when it entered that state: the earliest
     time one of its deviating metric families crossed the knee and stayed there for a second sample."""
     try:
-        found = profile(ctx, entity)
+        found = metric_profile(ctx, entity)
         deviating = [f for family, f in found.findings.items() if found.z(family) >= DEVIATION_Z]
         if not found.findings:
             return Observation(deviates=None)  # nothing measured: the rule can't be checked

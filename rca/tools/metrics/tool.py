@@ -11,11 +11,11 @@ from rca.tools.graph import is_view
 from rca.tools.metrics.analysis import dominance_for, origin_score
 from rca.tools.metrics.profile import (
     error_burst,
+    metric_profile,
     onset_of,
     own_cause,
     own_z,
     peer_noise,
-    profile,
     runner_up,
     spans_disown,
     worse_change_elsewhere,
@@ -35,7 +35,7 @@ class MetricsTool:
         if what in ("instance", "metric"):
             return self._detail(ctx, hypothesis, what, name)
         families = FAMILIES_OF_KIND[FaultKind(hypothesis.fault_kind)]
-        prof = profile(ctx, hypothesis.entity)
+        prof = metric_profile(ctx, hypothesis.entity)
         present = [f for f in families if f in prof.findings]
         if not present:
             # Worded without the kind: the text classifier reads "no errors" as a healthy result, and a
@@ -128,7 +128,7 @@ class MetricsTool:
         """Does this instance (or entity-wide series) carry the entity's deviation of the kind, clearly
         more than the entity's other instances (or series) of those families do?"""
         entity = hypothesis.entity
-        prof = profile(ctx, entity)
+        prof = metric_profile(ctx, entity)
         found = [
             f
             for family in FAMILIES_OF_KIND[FaultKind(hypothesis.fault_kind)]

@@ -9,7 +9,7 @@ from rca.investigation.engine import EngineConfig, investigate, windows
 from rca.telemetry.model import Event, EventKind, MetricSeries
 from rca.tools.base import ToolContext
 from rca.tools.changes.profile import change_facts
-from rca.tools.metrics.profile import profile
+from rca.tools.metrics.profile import metric_profile
 from rca.tools.stats import Family
 from tests.unit.investigation.scenario import ONSET, STEP, build
 
@@ -53,7 +53,7 @@ def test_a_level_held_while_the_symptom_was_quiet_is_discounted() -> None:
     }
     source, alert = build(edges, faults, starts={("batch", "latency_p90"): 53})
     ctx = _ctx(source, alert)
-    assert profile(ctx, "batch").z(Family.LATENCY) < 3.0
+    assert metric_profile(ctx, "batch").z(Family.LATENCY) < 3.0
     result = investigate(source, alert)
     assert result.root_cause is not None
     assert result.root_cause.entity == "checkout"
@@ -64,7 +64,7 @@ def test_no_discount_when_the_alert_does_not_time_the_symptom() -> None:
     source, alert = build(
         CHAIN, {("payment", "cpu"): 4.0}, starts={("payment", "cpu"): 53}, alert_metric="memory"
     )
-    assert profile(_ctx(source, alert), "payment").z(Family.CPU) > 10.0
+    assert metric_profile(_ctx(source, alert), "payment").z(Family.CPU) > 10.0
     result = investigate(source, alert)
     assert result.root_cause is not None
     assert result.root_cause.entity == "payment"
@@ -150,7 +150,7 @@ def test_an_error_burst_is_a_move_not_a_refutation() -> None:
     faults = {("cart", "success_rate"): 0.6, ("checkout", "success_rate"): 0.6}
     source, alert = build(FAN, faults, starts=dict.fromkeys(faults, 61), ends=dict.fromkeys(faults, 63))
     ctx = _ctx(source, alert)
-    assert profile(ctx, "cart").z(Family.ERRORS) < 3.0
+    assert metric_profile(ctx, "cart").z(Family.ERRORS) < 3.0
     from rca.tools.metrics.profile import error_burst
 
     assert error_burst(ctx, "cart") >= 3.0
@@ -219,7 +219,7 @@ def test_a_thin_reference_ranks_but_never_proves() -> None:
     faults = {("payment", "latency_p90"): 4.0, ("checkout", "latency_p90"): 4.0}
     source, alert = build(CHAIN, faults, starts=dict.fromkeys(faults, 62), history=2)
     ctx = _ctx(source, alert)
-    assert profile(ctx, "payment").z(Family.LATENCY) == 0.0
+    assert metric_profile(ctx, "payment").z(Family.LATENCY) == 0.0
     assert short_reference_z(ctx, "payment", Family.LATENCY) > 3.0
     result = investigate(source, alert)
     assert result.exit == "no_confident_root_cause"

@@ -29,9 +29,9 @@ from rca.telemetry.cases import (
     parse_alert_hint,
     read_index,
 )
-from rca.telemetry.model import Modality, Span, SpanKind, TelemetrySource, TimeWindow
+from rca.telemetry.model import Direction, Modality, Span, SpanKind, TelemetrySource, TimeWindow
 from rca.telemetry.recorded import changerca
-from rca.telemetry.recorded.alerting import Direction, Signal, detect_alert, first_anomaly
+from rca.telemetry.recorded.alerting import Signal, detect_alert, first_anomaly
 from rca.telemetry.topology import graph_from_spans
 
 REPO_ROOT = Path(__file__).resolve().parents[3]

@@ -8,7 +8,7 @@ from typing import Any
 from rca.core.guidance import FailureAnchor, Operation
 from rca.investigation.document import document_of
 from rca.investigation.engine import EngineConfig, investigate
-from rca.investigation.guidance import EXTRA_TURNS, WIDEN_FACTOR, RerunPlan
+from rca.investigation.recovery import EXTRA_TURNS, WIDEN_FACTOR, RerunPlan
 from rca.telemetry.model import TelemetryError, TimeWindow
 from tests.unit.investigation.scenario import build, propagate_latency
 
