@@ -6,19 +6,30 @@ fails at start with one line naming the variable instead of a stack trace deep i
 
 from __future__ import annotations
 
-import math
 import os
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlparse
+from typing import Any
+
+from rca import env as read
+from rca.env import ConfigError
+from rca.integrations import registry
+from rca.integrations.email.config import SmtpConfig
+from rca.integrations.github.config import GitHubConfig
+
+__all__ = [
+    "ActionsConfig",
+    "Config",
+    "ConfigError",
+    "GraphConfig",
+    "PolicyConfig",
+    "SmtpConfig",
+    "load_config",
+]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-
-
-class ConfigError(Exception):
-    """A setting is missing or malformed; the message names the variable."""
 
 
 @dataclass(frozen=True)
@@ -66,41 +77,13 @@ class ActionsConfig:
     # installation opts in (ROOTLINE_ACTIONS_DRY_RUN=false) after seeing what would be sent.
     dry_run: bool = True
     base_url: str = "http://127.0.0.1:8000"  # links back to the incident page
-    slack_webhook_url: str | None = None
-    email_to: tuple[str, ...] = ()
-    github_repo: str | None = None  # GITHUB_REPOSITORY, shared with live change telemetry
-    github_token: str | None = None
+    github: GitHubConfig | None = None  # GITHUB_REPOSITORY, shared with live change telemetry
+    # The configured notification channels (SlackConfig, EmailConfig of rca.integrations), in registry order.
+    channels: tuple[Any, ...] = ()
     label: str = "rootline"
     # A deploy's manifest in the repository, `{service}` standing for the service, e.g.
     # `kubernetes-manifests/{service}.yaml`; unset: a deploy citation gets no patch, with that reason.
     manifest_path: str | None = None
-
-
-@dataclass(frozen=True)
-class SmtpConfig:
-    """The mail server notifications are sent through (Django's EMAIL_* settings, same names)."""
-
-    host: str = "localhost"
-    port: int = 25
-    user: str = ""
-    password: str = field(default="", repr=False)  # never in a log line
-    use_tls: bool = False
-    sender: str = "rootline@localhost"
-
-
-def smtp_config(env: Mapping[str, str]) -> SmtpConfig:
-    """EMAIL_HOST, EMAIL_PORT, EMAIL_HOST_USER, EMAIL_HOST_PASSWORD, EMAIL_USE_TLS, DEFAULT_FROM_EMAIL."""
-    sender = _str(env, "DEFAULT_FROM_EMAIL") or SmtpConfig.sender
-    if sender.count("@") != 1:
-        raise ConfigError(f"DEFAULT_FROM_EMAIL={sender!r} is not an e-mail address")
-    return SmtpConfig(
-        host=_str(env, "EMAIL_HOST") or SmtpConfig.host,
-        port=_port(env, "EMAIL_PORT", SmtpConfig.port),
-        user=_str(env, "EMAIL_HOST_USER") or "",
-        password=_str(env, "EMAIL_HOST_PASSWORD") or "",
-        use_tls=_bool(env, "EMAIL_USE_TLS", False),
-        sender=sender,
-    )
 
 
 @dataclass(frozen=True)
@@ -133,64 +116,6 @@ class Config:
     num_proxies: int = 0  # reverse proxies in front that append to X-Forwarded-For
 
 
-def _str(env: Mapping[str, str], name: str) -> str | None:
-    value = env.get(name)
-    if value is None:
-        return None
-    value = value.strip()
-    return value or None
-
-
-def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = _str(env, name)
-    if raw is None:
-        return default
-    lowered = raw.lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
-        return False
-    raise ConfigError(f"{name}={raw!r} is not a boolean (use true/false, 1/0, yes/no, on/off)")
-
-
-def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:
-    raw = (_str(env, name) or default).lower()
-    if raw not in choices:
-        raise ConfigError(f"{name}={raw!r} is not one of {', '.join(choices)}")
-    return raw
-
-
-def _port(env: Mapping[str, str], name: str, default: int) -> int:
-    raw = _str(env, name)
-    if raw is None:
-        return default
-    if not raw.isdigit() or not 0 < int(raw) < 65536:
-        raise ConfigError(f"{name}={raw!r} is not a TCP port (1-65535)")
-    return int(raw)
-
-
-def _positive_int(env: Mapping[str, str], name: str, default: int, least: int = 1) -> int:
-    raw = _str(env, name)
-    if raw is None:
-        return default
-    if not raw.isdigit() or int(raw) < least:
-        raise ConfigError(f"{name}={raw!r} is not a whole number of at least {least}")
-    return int(raw)
-
-
-def _positive_number(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = _str(env, name)
-    if raw is None:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"{name}={raw!r} is not a positive number")
-    return value
-
-
 _RATE_UNITS = {
     "s": ("s", "sec", "second"),
     "min": ("m", "min", "minute"),
@@ -208,7 +133,7 @@ _RATE_PERIODS = {
 
 def _rate(env: Mapping[str, str], name: str, default: str) -> str:
     """A request rate `N/period` (per s, min, hour or day), normalised to the form DRF's throttles parse."""
-    raw = _str(env, name)
+    raw = read.text(env, name)
     if raw is None:
         return default
     count, _, period = raw.replace(" ", "").partition("/")
@@ -222,51 +147,32 @@ def _rate(env: Mapping[str, str], name: str, default: str) -> str:
 
 def policy_config(env: Mapping[str, str]) -> PolicyConfig:
     """The investigation policy's settings; the Anthropic policy needs ANTHROPIC_API_KEY."""
-    kind = _choice(env, "ROOTLINE_POLICY", POLICIES, "offline")
-    api_key = _str(env, "ANTHROPIC_API_KEY")
+    kind = read.choice(env, "ROOTLINE_POLICY", POLICIES, "offline")
+    api_key = read.text(env, "ANTHROPIC_API_KEY")
     if kind == "anthropic" and api_key is None:
         raise ConfigError("ANTHROPIC_API_KEY is not set (required when ROOTLINE_POLICY=anthropic)")
     d = PolicyConfig()
     return PolicyConfig(
         kind=kind,
         api_key=api_key,
-        model=_str(env, "ANTHROPIC_MODEL") or d.model,
-        max_tokens=_positive_int(env, "ROOTLINE_POLICY_MAX_TOKENS", d.max_tokens),
-        max_cost_usd=_positive_number(env, "ROOTLINE_POLICY_MAX_COST_USD", d.max_cost_usd),
-        monthly_tokens=_positive_int(env, "ROOTLINE_POLICY_MONTHLY_TOKENS", d.monthly_tokens),
-        monthly_cost_usd=_positive_number(env, "ROOTLINE_POLICY_MONTHLY_COST_USD", d.monthly_cost_usd),
-        price_input_per_mtok=_positive_number(env, "ANTHROPIC_PRICE_INPUT_PER_MTOK", d.price_input_per_mtok),
-        price_output_per_mtok=_positive_number(
+        model=read.text(env, "ANTHROPIC_MODEL") or d.model,
+        max_tokens=read.whole_number(env, "ROOTLINE_POLICY_MAX_TOKENS", d.max_tokens),
+        max_cost_usd=read.positive_number(env, "ROOTLINE_POLICY_MAX_COST_USD", d.max_cost_usd),
+        monthly_tokens=read.whole_number(env, "ROOTLINE_POLICY_MONTHLY_TOKENS", d.monthly_tokens),
+        monthly_cost_usd=read.positive_number(env, "ROOTLINE_POLICY_MONTHLY_COST_USD", d.monthly_cost_usd),
+        price_input_per_mtok=read.positive_number(
+            env, "ANTHROPIC_PRICE_INPUT_PER_MTOK", d.price_input_per_mtok
+        ),
+        price_output_per_mtok=read.positive_number(
             env, "ANTHROPIC_PRICE_OUTPUT_PER_MTOK", d.price_output_per_mtok
         ),
-        retries=_positive_int(env, "ANTHROPIC_MAX_RETRIES", d.retries, least=0),
-        timeout_s=_positive_number(env, "ANTHROPIC_TIMEOUT_S", d.timeout_s),
+        retries=read.whole_number(env, "ANTHROPIC_MAX_RETRIES", d.retries, least=0),
+        timeout_s=read.positive_number(env, "ANTHROPIC_TIMEOUT_S", d.timeout_s),
     )
 
 
-def _url(env: Mapping[str, str], name: str, default: str | None, schemes: tuple[str, ...]) -> str | None:
-    raw = _str(env, name)
-    if raw is None:
-        return default
-    return _checked_url(name, raw, schemes)
-
-
-def _url_or(env: Mapping[str, str], name: str, default: str, schemes: tuple[str, ...]) -> str:
-    raw = _str(env, name)
-    return default if raw is None else _checked_url(name, raw, schemes)
-
-
-def _checked_url(name: str, raw: str, schemes: tuple[str, ...]) -> str:
-    parsed = urlparse(raw)
-    if parsed.scheme not in schemes:
-        raise ConfigError(f"{name} must be a URL starting with {' or '.join(s + '://' for s in schemes)}")
-    if parsed.scheme not in ("sqlite",) and not parsed.hostname:
-        raise ConfigError(f"{name} has no host name")
-    return raw
-
-
 def _secret_key(env: Mapping[str, str], debug: bool, var_dir: Path) -> str:
-    raw = _str(env, "SECRET_KEY")
+    raw = read.text(env, "SECRET_KEY")
     if raw is not None:
         if len(raw) < 32:
             raise ConfigError("SECRET_KEY is too short (use at least 32 random characters)")
@@ -293,10 +199,10 @@ def embedded_graph_password(var_dir: Path) -> str:
 
 
 def _graph(env: Mapping[str, str], var_dir: Path) -> GraphConfig:
-    uri = _url(env, "NEO4J_URI", None, ("bolt", "neo4j", "bolt+s", "neo4j+s", "bolt+ssc", "neo4j+ssc"))
-    database = _str(env, "NEO4J_DATABASE")
+    uri = read.url(env, "NEO4J_URI", None, ("bolt", "neo4j", "bolt+s", "neo4j+s", "bolt+ssc", "neo4j+ssc"))
+    database = read.text(env, "NEO4J_DATABASE")
     if uri is None:
-        port = _port(env, "ROOTLINE_GRAPH_PORT", 7688)
+        port = read.port(env, "ROOTLINE_GRAPH_PORT", 7688)
         return GraphConfig(
             uri=f"bolt://127.0.0.1:{port}",
             user="root",
@@ -304,8 +210,8 @@ def _graph(env: Mapping[str, str], var_dir: Path) -> GraphConfig:
             database=database or "rootline",
             embedded=True,
         )
-    user = _str(env, "NEO4J_USER")
-    password = _str(env, "NEO4J_PASSWORD")
+    user = read.text(env, "NEO4J_USER")
+    password = read.text(env, "NEO4J_PASSWORD")
     if user is None:
         raise ConfigError("NEO4J_USER is not set (required when NEO4J_URI is set)")
     if password is None:
@@ -313,44 +219,20 @@ def _graph(env: Mapping[str, str], var_dir: Path) -> GraphConfig:
     return GraphConfig(uri=uri, user=user, password=password, database=database or "neo4j", embedded=False)
 
 
-def _live_telemetry(env: Mapping[str, str]) -> dict[str, dict[str, object]]:
-    """Live backends for incidents that are not recorded cases; a backend without a URL is off."""
-    backends: dict[str, dict[str, object]] = {}
-    for name in ("prometheus", "loki", "tempo", "jaeger", "kubernetes"):
-        url = _url(env, f"{name.upper()}_URL", None, ("http", "https"))
-        if url is not None:
-            backends[name] = {"url": url, "token": _str(env, f"{name.upper()}_TOKEN")}
-    if "kubernetes" in backends:
-        spaces = _str(env, "KUBERNETES_NAMESPACES") or "default"
-        backends["kubernetes"]["namespaces"] = [n.strip() for n in spaces.split(",") if n.strip()]
-    repo = _str(env, "GITHUB_REPOSITORY")
-    if repo is not None:
-        if repo.count("/") != 1 or repo.startswith("/") or repo.endswith("/"):
-            raise ConfigError(f"GITHUB_REPOSITORY={repo!r} is not owner/name")
-        backends["github"] = {"repo": repo, "token": _str(env, "GITHUB_TOKEN")}
-    return backends
-
-
-def actions_config(env: Mapping[str, str], github: Mapping[str, object] | None) -> ActionsConfig:
-    """Settings of the action executors; GitHub comes from the live telemetry's GITHUB_* settings."""
-    emails = tuple(a.strip() for a in (_str(env, "ROOTLINE_NOTIFY_EMAIL") or "").split(",") if a.strip())
-    for address in emails:
-        if address.count("@") != 1 or address.startswith("@") or address.endswith("@"):
-            raise ConfigError(f"ROOTLINE_NOTIFY_EMAIL has {address!r}, which is not an e-mail address")
-    manifest = _str(env, "ROOTLINE_ACTIONS_MANIFEST_PATH")
+def actions_config(env: Mapping[str, str], integrations: Mapping[str, Any]) -> ActionsConfig:
+    """Settings of the action executors; GitHub and the notification channels come from `integrations`
+    (the configured systems of `rca.integrations.registry`)."""
+    manifest = read.text(env, "ROOTLINE_ACTIONS_MANIFEST_PATH")
     if manifest is not None and ("{service}" not in manifest or manifest.startswith("/")):
         raise ConfigError(
             f"ROOTLINE_ACTIONS_MANIFEST_PATH={manifest!r} must be a relative path containing {{service}}"
         )
-    github = github or {}
     return ActionsConfig(
-        dry_run=_bool(env, "ROOTLINE_ACTIONS_DRY_RUN", True),
-        base_url=_url_or(env, "ROOTLINE_BASE_URL", ActionsConfig.base_url, ("http", "https")).rstrip("/"),
-        slack_webhook_url=_url(env, "ROOTLINE_SLACK_WEBHOOK_URL", None, ("https", "http")),
-        email_to=emails,
-        github_repo=str(github["repo"]) if github.get("repo") else None,
-        github_token=str(github["token"]) if github.get("token") else None,
-        label=_str(env, "ROOTLINE_ACTIONS_LABEL") or ActionsConfig.label,
+        dry_run=read.flag(env, "ROOTLINE_ACTIONS_DRY_RUN", True),
+        base_url=read.url_or(env, "ROOTLINE_BASE_URL", ActionsConfig.base_url, ("http", "https")).rstrip("/"),
+        github=integrations.get(GitHubConfig.name),
+        channels=tuple(integrations[s.name] for s in registry.CHANNELS if s.name in integrations),
+        label=read.text(env, "ROOTLINE_ACTIONS_LABEL") or ActionsConfig.label,
         manifest_path=manifest,
     )
 
@@ -358,22 +240,22 @@ def actions_config(env: Mapping[str, str], github: Mapping[str, object] | None) 
 def load_config(env: Mapping[str, str] | None = None) -> Config:
     """Parse and validate the environment; raises ConfigError naming the first bad variable."""
     env = os.environ if env is None else env
-    var_dir = Path(_str(env, "ROOTLINE_VAR_DIR") or REPO_ROOT / "var").resolve()
-    debug = _bool(env, "DEBUG", False)
-    hosts_raw = _str(env, "ALLOWED_HOSTS") or "127.0.0.1,localhost"
+    var_dir = Path(read.text(env, "ROOTLINE_VAR_DIR") or REPO_ROOT / "var").resolve()
+    debug = read.flag(env, "DEBUG", False)
+    hosts_raw = read.text(env, "ALLOWED_HOSTS") or "127.0.0.1,localhost"
     allowed_hosts = tuple(h.strip() for h in hosts_raw.split(",") if h.strip())
     if not allowed_hosts:
         raise ConfigError("ALLOWED_HOSTS is empty")
-    database_url = _url_or(
+    database_url = read.url_or(
         env,
         "DATABASE_URL",
         f"sqlite:///{var_dir / 'rootline.sqlite3'}",
         ("sqlite", "postgres", "postgresql", "pgsql"),
     )
-    redis_url = _url_or(env, "REDIS_URL", "redis://127.0.0.1:6379/0", ("redis", "rediss", "unix"))
-    qdrant_url = _url(env, "QDRANT_URL", None, ("http", "https"))
-    qdrant_path = Path(_str(env, "QDRANT_PATH") or var_dir / "qdrant").resolve()
-    data_raw = _str(env, "ROOTLINE_DATA_DIR")
+    redis_url = read.url_or(env, "REDIS_URL", "redis://127.0.0.1:6379/0", ("redis", "rediss", "unix"))
+    qdrant_url = read.url(env, "QDRANT_URL", None, ("http", "https"))
+    qdrant_path = Path(read.text(env, "QDRANT_PATH") or var_dir / "qdrant").resolve()
+    data_raw = read.text(env, "ROOTLINE_DATA_DIR")
     if data_raw is not None:
         given = Path(data_raw).resolve()
         if not (given / "cases_index.csv").is_file():
@@ -382,7 +264,7 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
     else:
         default_data = (REPO_ROOT.parent / "shared" / "data").resolve()
         data_dir = default_data if (default_data / "cases_index.csv").is_file() else None
-    live = _live_telemetry(env)
+    integrations = registry.configured(env)
     return Config(
         secret_key=_secret_key(env, debug, var_dir),
         debug=debug,
@@ -391,21 +273,23 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         database_url=database_url,
         redis_url=redis_url,
         graph=_graph(env, var_dir),
-        embedded_graph_http_port=_port(env, "ROOTLINE_GRAPH_HTTP_PORT", 2488),
+        embedded_graph_http_port=read.port(env, "ROOTLINE_GRAPH_HTTP_PORT", 2488),
         qdrant_url=qdrant_url,
         qdrant_path=qdrant_path,
-        memory_via_worker=_bool(env, "ROOTLINE_MEMORY_VIA_WORKER", False),
-        memory_timeout_s=_positive_int(env, "ROOTLINE_MEMORY_TIMEOUT_S", 5),
-        metrics_token=_str(env, "ROOTLINE_METRICS_TOKEN"),
-        log_format=_choice(env, "ROOTLINE_LOG_FORMAT", ("json", "text"), "json"),
+        memory_via_worker=read.flag(env, "ROOTLINE_MEMORY_VIA_WORKER", False),
+        memory_timeout_s=read.whole_number(env, "ROOTLINE_MEMORY_TIMEOUT_S", 5),
+        metrics_token=read.text(env, "ROOTLINE_METRICS_TOKEN"),
+        log_format=read.choice(env, "ROOTLINE_LOG_FORMAT", ("json", "text"), "json"),
         policy=policy_config(env),
         data_dir=data_dir,
-        celery_eager=_bool(env, "ROOTLINE_CELERY_EAGER", False),
-        task_visibility_s=_positive_int(env, "ROOTLINE_TASK_VISIBILITY_S", 900),
-        live_telemetry=live,
-        actions=actions_config(env, live.get("github")),
-        smtp=smtp_config(env),
+        celery_eager=read.flag(env, "ROOTLINE_CELERY_EAGER", False),
+        task_visibility_s=read.whole_number(env, "ROOTLINE_TASK_VISIBILITY_S", 900),
+        live_telemetry={
+            s.name: integrations[s.name].settings() for s in registry.TELEMETRY if s.name in integrations
+        },
+        actions=actions_config(env, integrations),
+        smtp=SmtpConfig.from_env(env),
         intake_rate=_rate(env, "ROOTLINE_INTAKE_RATE", Config.intake_rate),
         intake_failure_rate=_rate(env, "ROOTLINE_INTAKE_FAILURE_RATE", Config.intake_failure_rate),
-        num_proxies=_positive_int(env, "ROOTLINE_NUM_PROXIES", Config.num_proxies, least=0),
+        num_proxies=read.whole_number(env, "ROOTLINE_NUM_PROXIES", Config.num_proxies, least=0),
     )

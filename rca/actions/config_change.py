@@ -26,9 +26,9 @@ from typing import Literal
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from rca.actions.diffs import FileDiff, PatchError, modification, unified
-from rca.actions.github import GitHubRepo
+from rca.actions.diffs import Change, PatchError, modification
 from rca.actions.revert import NoPatch
+from rca.integrations.github.repository import GitHubRepo
 
 # Doubling is one clear, reviewable step: a saturated container was at its limit, so a small raise
 # (say 20%) may saturate again at once, while more than double commits capacity the evidence does not
@@ -376,20 +376,12 @@ def _quantity(node: ScalarNode) -> Quantity | None:
 
 
 @dataclass(frozen=True, slots=True)
-class ConfigChange:
+class ConfigChange(Change):
     """A configuration change proposed against one manifest: the mitigation a fault kind calls for."""
 
     path: str
     branch: str
     blob: str  # the manifest's blob on `branch` the diff was computed against
-    title: str
-    files: tuple[FileDiff, ...]
-    note: str
-
-    @property
-    def diff(self) -> str:
-        """The change as one unified diff."""
-        return unified(self.files)
 
     @property
     def message(self) -> str:
@@ -442,8 +434,9 @@ def config_change_for(entity: str, kind: str, repo: GitHubRepo, manifest_path: s
         files = (modification(path, text, edit.text),)
     except (ManifestError, PatchError) as exc:
         raise _no(f"{path} on {branch} offers no change: {exc}") from exc
+    note = _note(edit, entity, kind, path, branch)
     return ConfigChange(
-        path, branch, blob, _title(edit, entity), files, _note(edit, entity, kind, path, branch)
+        title=_title(edit, entity), files=files, note=note, path=path, branch=branch, blob=blob
     )
 
 

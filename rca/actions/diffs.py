@@ -170,3 +170,18 @@ def modification(path: str, old: str, new: str, context: int = 3) -> FileDiff:
 def unified(diffs: Iterable[FileDiff]) -> str:
     """Several files' changes as one unified diff."""
     return "".join(d.unified() for d in diffs)
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """Files changed for one reason, as a patch or pull request proposes them (a revert, a configuration
+    change); `note` says what and why."""
+
+    title: str
+    files: tuple[FileDiff, ...]
+    note: str
+
+    @property
+    def diff(self) -> str:
+        """The change as one unified diff."""
+        return unified(self.files)

@@ -20,19 +20,21 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from django.conf import settings
-from django.core.mail import send_mail
 from django.db import transaction
 from django.utils import timezone
 
 from rca.actions.config_change import ConfigChange, config_change_for
 from rca.actions.diffs import FileDiff, PatchError
-from rca.actions.github import GITHUB_API, ActionError, GitHubRepo, Journal, client_for, post_webhook
+from rca.actions.errors import ActionError
 from rca.actions.revert import NoPatch, Revert, revert_for
 from rca.config import ActionsConfig
 from rca.core.actions import ActionTier
 from rca.incidents.models import ActionProposal, AuditEvent
 from rca.incidents.services import record_audit
-from rca.telemetry.live.http import HTTPFailure
+from rca.integrations import registry
+from rca.integrations.github.repository import GitHubRepo
+from rca.integrations.http import HTTPFailure, IntegrationError
+from rca.integrations.journal import Journal
 
 log = logging.getLogger(__name__)
 
@@ -74,9 +76,10 @@ def execute(action_id: int, *, final_attempt: bool = True) -> dict[str, Any]:
         artifact = EXECUTORS[tier](proposal, config, journal)
     except Exception as exc:
         transient = _transient(exc)
-        if not isinstance(exc, ActionError | HTTPFailure):
+        known = isinstance(exc, ActionError | IntegrationError)
+        if not known:
             log.exception("action %s failed", action_id)
-        reason = f"{exc}" if isinstance(exc, ActionError | HTTPFailure) else f"{type(exc).__name__}: {exc}"
+        reason = f"{exc}" if known else f"{type(exc).__name__}: {exc}"
         retrying = transient and not final_attempt
         _store_failure(proposal, reason, journal, final=not retrying)
         if retrying:
@@ -95,7 +98,7 @@ def _notify_as_well(
     by now, so a notification that fails is recorded on the action rather than failing it."""
     try:
         return notify(proposal, config, journal, artifact_url).details
-    except (ActionError, HTTPFailure, smtplib.SMTPException, OSError) as exc:
+    except (ActionError, IntegrationError, smtplib.SMTPException, OSError) as exc:
         log.warning("action %s: the notification failed: %s", proposal.pk, exc)
         return {"error": str(exc)}
 
@@ -263,10 +266,6 @@ def notification_text(proposal: ActionProposal, config: ActionsConfig, artifact_
 # --- the executors -------------------------------------------------------------------------------------
 
 
-def _github(config: ActionsConfig, journal: Journal) -> GitHubRepo:
-    return GitHubRepo(config.github_repo, client_for(GITHUB_API, config.github_token), journal)
-
-
 def _chain(proposal: ActionProposal) -> dict[str, Any]:
     chain = proposal.investigation.evidence_chain
     return chain if isinstance(chain, dict) else {}  # a row never concluded stores an empty list
@@ -313,20 +312,14 @@ def _change_details(change: ProposedChange) -> dict[str, Any]:
 def notify(
     proposal: ActionProposal, config: ActionsConfig, journal: Journal, artifact_url: str = ""
 ) -> Artifact:
-    """Slack incoming webhook and/or e-mail; with neither configured, recorded in the app only."""
+    """Every configured channel (a Slack incoming webhook, e-mail); with none, recorded in the app only."""
     text = notification_text(proposal, config, artifact_url)
+    subject = f"[Rootline] {proposal.title}"[:200]
     channels: list[str] = []
-    if config.slack_webhook_url:
-        post_webhook(config.slack_webhook_url, {"text": text}, journal)
-        channels.append("slack")
-    if config.email_to:
-        subject = f"[Rootline] {proposal.title}"[:200]
-        journal.record(
-            "SMTP", ", ".join(config.email_to), {"subject": subject, "body": text}, sent=not journal.dry_run
-        )
-        if not journal.dry_run:
-            send_mail(subject, text, None, list(config.email_to), fail_silently=False)
-        channels.append("email")
+    for channel_config in config.channels:
+        channel = registry.channel(channel_config)
+        channel.send(subject, text, journal)
+        channels.append(channel.name)
     note = "" if channels else "No Slack webhook or e-mail address is configured: recorded in Rootline only."
     return Artifact(
         "notification", details={"channels": channels or ["rootline"], "message": text, "note": note}
@@ -336,7 +329,7 @@ def notify(
 def open_issue(proposal: ActionProposal, config: ActionsConfig, journal: Journal) -> Artifact:
     """A GitHub issue, unless one carrying this action's marker exists already."""
     body = artifact_body(proposal, config)
-    with _github(config, journal) as repo:
+    with GitHubRepo.open(config.github, journal) as repo:
         found = repo.find_issue(marker(proposal), config.label)
         if found is not None:
             return Artifact(
@@ -355,7 +348,7 @@ def open_issue(proposal: ActionProposal, config: ActionsConfig, journal: Journal
 def propose_patch(proposal: ActionProposal, config: ActionsConfig, journal: Journal) -> Artifact:
     """The revert of the cited change (or, citing none, a configuration change against the manifest)
     as a unified diff, attached to the action and never pushed; or no patch, with the reason."""
-    with _github(config, journal) as repo:
+    with GitHubRepo.open(config.github, journal) as repo:
         try:
             change = _change(proposal, repo, config)
         except NoPatch as exc:
@@ -369,7 +362,7 @@ def open_pull_request(proposal: ActionProposal, config: ActionsConfig, journal: 
     """A branch, a commit of the patch (the revert, or the configuration change) and a labelled pull
     request; never merged."""
     branch = f"rootline/action-{proposal.pk}"
-    with _github(config, journal) as repo:
+    with GitHubRepo.open(config.github, journal) as repo:
         change = _change(proposal, repo, config)
         body = artifact_body(
             proposal, config, change.note + "\n\nOpened by Rootline after approval; merge it yourself."

@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rca.actions.diffs import FileDiff, FileStatus, PatchError, parse_hunks, unified
-from rca.actions.github import ActionError, GitHubRepo
-from rca.telemetry.live.parsing import as_dict, as_list, as_str, opt_str, to_rfc3339
+from rca.actions.diffs import Change, FileDiff, FileStatus, PatchError, parse_hunks
+from rca.actions.errors import ActionError
+from rca.integrations.github.repository import GitHubRepo
+from rca.integrations.parsing import as_dict, as_list, as_str, opt_str, to_rfc3339
 
 _STATUSES: dict[str, FileStatus] = {"modified": "modified", "added": "added", "removed": "removed"}
 
@@ -27,18 +28,10 @@ class NoPatch(ActionError):
 
 
 @dataclass(frozen=True, slots=True)
-class Revert:
+class Revert(Change):
     """The revert of one commit (or of its part that touched one manifest)."""
 
     commit: str
-    title: str
-    files: tuple[FileDiff, ...]
-    note: str
-
-    @property
-    def diff(self) -> str:
-        """The whole revert as one unified diff."""
-        return unified(self.files)
 
     @property
     def message(self) -> str:
@@ -104,4 +97,5 @@ def _revert(repo: GitHubRepo, sha: str, only: str | None, note: str) -> Revert:
     if not diffs:
         where = f" to {only}" if only else ""
         raise NoPatch(f"commit {full[:12]} has no change{where} to revert")
-    return Revert(full, message.splitlines()[0] if message else full[:12], tuple(diffs), note)
+    title = message.splitlines()[0] if message else full[:12]
+    return Revert(title=title, files=tuple(diffs), note=note, commit=full)

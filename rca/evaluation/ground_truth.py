@@ -1,7 +1,8 @@
 """Ground truth of recorded cases, for scoring only.
 
 This is the only code that reads the index's answer columns (root_cause_service, root_cause_detail,
-fault_type). The investigation engine never imports it.
+fault_type) and the injected propagation paths of a synthetic suite (`PATHS_NAME` beside its index,
+written by `rca.evaluation.inject`). The investigation engine never imports it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import pandas as pd
 from rca.telemetry.cases import CaseIndexError, CaseRef, index_path
 
 TRUTH_COLUMNS = ("dataset", "case_id", "root_cause_service", "fault_type", "root_cause_detail")
+PATHS_NAME = "propagation_paths.csv"  # case_id, path (entities root first, joined by " > ")
+PATH_SEPARATOR = " > "
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +26,7 @@ class GroundTruth:
     service: str
     fault_type: str
     detail: str
+    path: tuple[str, ...] = ()  # the injected propagation path, root cause first (synthetic cases)
 
 
 def ground_truth(data_dir: Path, ref: CaseRef, *, index: Path | None = None) -> GroundTruth:
@@ -47,4 +51,18 @@ def ground_truth(data_dir: Path, ref: CaseRef, *, index: Path | None = None) -> 
         service=str(row["root_cause_service"]),
         fault_type=str(row["fault_type"]),
         detail=str(row["root_cause_detail"]),
+        path=_paths(path.parent / PATHS_NAME).get(ref.case_id, ()),
     )
+
+
+def _paths(path: Path) -> dict[str, tuple[str, ...]]:
+    """The injected paths by case id; empty when the file is absent (recorded datasets label none)."""
+    if not path.is_file():
+        return {}
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    if not {"case_id", "path"} <= set(frame.columns):
+        raise CaseIndexError(f"{path}: needs columns case_id, path")
+    return {
+        str(c): tuple(p.strip() for p in str(v).split(PATH_SEPARATOR) if p.strip())
+        for c, v in zip(frame["case_id"], frame["path"], strict=True)
+    }

@@ -8,18 +8,25 @@ from __future__ import annotations
 
 import csv
 import json
+import multiprocessing
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from rca.core.calibration import features
+from rca.core.evidence import Source, Verdict
 from rca.evaluation.ground_truth import ground_truth
 from rca.evaluation.scoring import CaseRow, detail_correct, expected_kind, scorecard
 from rca.investigation.engine import EngineConfig, investigate
+from rca.investigation.result import InvestigationResult
 from rca.telemetry.cases import CaseRef, load_case, read_index
 
-SPLITS = ("dev", "holdout", "all")
+# `synthetic` is the split of the cases `manage.py inject` writes.
+SPLITS = ("dev", "holdout", "synthetic", "all")
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,7 @@ def evaluate_case(data_dir: Path, ref: CaseRef, config: EngineConfig) -> CaseRow
     seconds = time.perf_counter() - started
     top = result.candidates[0] if result.candidates else None
     truth = ground_truth(data_dir, ref)
+    route = (result.root_cause.entity, *(h.effect for h in result.path)) if result.root_cause else ()
     return CaseRow(
         dataset=ref.dataset,
         system=ref.system,
@@ -73,6 +81,34 @@ def evaluate_case(data_dir: Path, ref: CaseRef, config: EngineConfig) -> CaseRow
         ),
         anchor=result.guidance.anchor.value if result.guidance else "",
         guidance_steps=len(result.guidance.steps) if result.guidance else 0,
+        label=truth.fault_type,
+        features=run_features(result),
+        route=route,
+        truth_path=truth.path,
+    )
+
+
+def supporting_lanes(result: InvestigationResult, entity: str) -> int:
+    """Distinct telemetry sources whose evidence supports a hypothesis about `entity`."""
+    return len(
+        {
+            e.source
+            for h in result.hypotheses
+            if h.entity == entity
+            for e in h.evidence
+            if e.verdict is Verdict.SUPPORTS and e.source is not Source.LLM_INFERRED
+        }
+    )
+
+
+def run_features(result: InvestigationResult) -> dict[str, float]:
+    """The calibration scores of one investigation (rca.core.calibration.features)."""
+    top = result.candidates[0].entity if result.candidates else ""
+    return features(
+        validated=result.exit == "confident",
+        raw_confidence=result.outcome.confidence.raw,
+        candidate_scores=[c.score for c in result.candidates],
+        supporting_lanes=supporting_lanes(result, top),
     )
 
 
@@ -80,14 +116,26 @@ def run(
     selection: Selection,
     config: EngineConfig | None = None,
     on_case: Callable[[CaseRow], None] | None = None,
+    jobs: int = 1,
 ) -> list[CaseRow]:
-    """Evaluate every selected case."""
-    rows = []
-    for ref in selection.refs():
-        row = evaluate_case(selection.data_dir, ref, config or EngineConfig())
-        rows.append(row)
-        if on_case is not None:
-            on_case(row)
+    """Evaluate every selected case, in index order; `jobs` > 1 runs that many worker processes."""
+    refs = selection.refs()
+    one = partial(evaluate_case, selection.data_dir, config=config or EngineConfig())
+    rows: list[CaseRow] = []
+    if jobs <= 1 or len(refs) <= 1:
+        results: Iterable[CaseRow] = map(one, refs)
+        for row in results:
+            rows.append(row)
+            if on_case is not None:
+                on_case(row)
+        return rows
+    # fork: the workers inherit the loaded modules (no Django set-up, no re-import per worker).
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        for row in pool.map(one, refs):
+            rows.append(row)
+            if on_case is not None:
+                on_case(row)
     return rows
 
 

@@ -7,10 +7,11 @@ engine's kinds (the mapping is dataset knowledge and lives here, on the evaluati
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 # dataset fault labels -> the engine's fault kinds
@@ -24,6 +25,13 @@ _KIND_OF_LABEL = {
     "cpu_contention": "cpu",
     "cpu_consumed": "cpu",
     "memory_leak": "memory",
+    # the injector's kinds (rca.evaluation.inject) are the engine's own names
+    "latency": "latency",
+    "errors": "errors",
+    "cpu": "cpu",
+    "memory": "memory",
+    "pod_failure": "pod_failure",
+    "bad_deploy": "bad_deploy",
 }
 # Datasets whose every case is a defective change: the kind is a bad deploy whatever the defect.
 _CHANGE_DATASETS = frozenset({"changerca-ob"})
@@ -73,11 +81,31 @@ class CaseRow:
     detail_ok: bool | None = None  # whether it matches the label; None where none is labelled
     anchor: str = ""  # the failure anchor of a "no confident root cause" exit
     guidance_steps: int = 0  # the next steps that passed the guidance gate
+    label: str = ""  # the dataset's own fault label
+    features: Mapping[str, float] = field(default_factory=dict)  # rca.core.calibration.features
+    route: tuple[str, ...] = ()  # the reported propagation path, root cause first, symptom last
+    truth_path: tuple[str, ...] = ()  # the injected path (synthetic cases), root first
 
     @property
     def key(self) -> str:
         """The scorecard key: dataset and system as the index names them."""
         return f"{self.dataset}/{self.system}"
+
+    @property
+    def day(self) -> str:
+        """The recording day the case id names (its dataset key when it names none)."""
+        m = _DAY.search(self.case_id)
+        return f"{self.dataset}/{m.group(0)}" if m else self.key
+
+    @property
+    def correct(self) -> bool:
+        """Whether the top candidate is the true root cause."""
+        return self.rank == 1
+
+    @property
+    def path_ok(self) -> bool | None:
+        """Whether the reported path is exactly the injected one; None when no path is labelled."""
+        return self.route == self.truth_path if self.truth_path else None
 
     @property
     def rank(self) -> int | None:
@@ -104,7 +132,14 @@ class CaseRow:
             "detail_ok": "" if self.detail_ok is None else int(self.detail_ok),
             "anchor": self.anchor,
             "guidance_steps": self.guidance_steps,
+            "label": self.label,
+            "route": ">".join(self.route),
+            "truth_path": ">".join(self.truth_path),
+            **{f"f_{k}": f"{v:.4f}" for k, v in sorted(self.features.items())},
         }
+
+
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def ac_at(rows: Sequence[CaseRow], k: int) -> float:
@@ -148,6 +183,12 @@ def score(rows: Sequence[CaseRow]) -> dict[str, Any]:
         # Why the runs that could not conclude stopped, and how many of them left a next step.
         "anchors": dict(sorted(Counter(r.anchor or "none" for r in unconcluded).items())),
         "unconcluded_with_steps": sum(1 for r in unconcluded if r.guidance_steps > 0),
+        # Synthetic cases: the share whose reported path is exactly the injected one.
+        "path_accuracy": (
+            round(sum(1 for r in pathed if r.path_ok) / len(pathed), 4)
+            if (pathed := [r for r in rows if r.path_ok is not None])
+            else None
+        ),
     }
 
 

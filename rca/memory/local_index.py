@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-if TYPE_CHECKING:
-    from rca.memory.index import SearchFilters
+from rca.memory.filters import SearchFilters
 
 # Single-valued keyword fields, kept as integer codes per row.
 _SCALAR_FIELDS = ("fault_kind", "tier", "exit", "symptom_entity")

@@ -8,11 +8,20 @@ for the answer. With a Qdrant server every process talks to it directly and this
 Requests expire when their caller stops waiting, so a memory worker that was down does not come back to
 a backlog of searches nobody reads. Any failure to get an answer is `MemoryUnavailable`, the same error a
 direct call raises, so callers degrade the same way (no recall, a note on the page).
+
+The requests are sent by task name through a Celery client of this module's own, configured from the same
+Django `CELERY_*` settings as the worker's application (`celery_app`): the domain never imports the
+application that runs it (an import-linter contract), and a client needs no task code, only the names.
+Celery's `current_app` would not do: it is per thread, and falls back to an unconfigured default app in
+any process or thread where the worker's application was never imported.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
+
+from celery import Celery
 
 from rca.memory.errors import MemoryUnavailable
 
@@ -20,6 +29,14 @@ QUEUE = "memory"
 SEARCH_TASK = "rootline.memory_search"
 RECALL_TASK = "rootline.memory_recall"
 STATUS_TASK = "rootline.memory_status"
+
+
+@functools.cache
+def client() -> Celery:
+    """The process's Celery client for the memory worker's tasks (made on first use, from settings)."""
+    app = Celery("rootline-memory-client", set_as_current=False)
+    app.config_from_object("django.conf:settings", namespace="CELERY")
+    return app
 
 
 def call(task: str, *args: Any) -> Any:
@@ -32,11 +49,9 @@ def call(task: str, *args: Any) -> Any:
     from kombu.exceptions import OperationalError
     from redis.exceptions import RedisError
 
-    from celery_app.app import app
-
     timeout = settings.ROOTLINE_MEMORY_TIMEOUT_S
     try:
-        pending = app.send_task(task, args=args, queue=QUEUE, expires=timeout, retry=False)
+        pending = client().send_task(task, args=args, queue=QUEUE, expires=timeout, retry=False)
     except (OperationalError, RedisError, RuntimeError) as exc:  # the broker / result store is down
         raise MemoryUnavailable(f"incident memory can't be asked: {exc}") from exc
     try:

@@ -1,4 +1,4 @@
-"""Recorded public cases: the index reader and the per-dataset dispatch.
+"""Recorded public cases: the index reader and the per-dataset dispatch to the loaders.
 
 `cases_index.csv` drives everything. This module reads only its *engine-facing* columns
 (dataset, case_id, system, split, alert, telemetry, files); the ground-truth columns are read by
@@ -7,90 +7,64 @@
 
 from __future__ import annotations
 
-import gzip
-import re
-import zlib
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-import numpy as np
-import numpy.typing as npt
 import pandas as pd
 
-from rca.telemetry.model import Alert, TimeWindow
-from rca.telemetry.recorded.source import RecordedSource
+from rca.telemetry.recorded import (
+    AlertHint,
+    CaseFileError,
+    CaseRef,
+    RecordedCase,
+    case_files,
+    changerca,
+    expand_files,
+    nezha,
+    parse_alert_hint,
+    petshop,
+    rcd,
+    reading,
+    time_span,
+)
+
+__all__ = [
+    "DATASETS",
+    "ENGINE_COLUMNS",
+    "INDEX_NAME",
+    "LOADERS",
+    "AlertHint",
+    "CaseFileError",
+    "CaseIndexError",
+    "CaseRef",
+    "RecordedCase",
+    "case_files",
+    "expand_files",
+    "find_case",
+    "index_path",
+    "load_case",
+    "parse_alert_hint",
+    "read_index",
+    "reading",
+    "time_span",
+]
 
 INDEX_NAME = "cases_index.csv"
 # The only index columns the engine side may read (see module docstring).
 ENGINE_COLUMNS = ("dataset", "case_id", "system", "split", "alert", "telemetry", "files")
 _REQUIRED_VALUES = ("dataset", "case_id", "split")
-DATASETS = ("petshop", "rcd-sockshop", "nezha", "changerca-ob")
+# Each dataset's loader, by the name the index's `dataset` column gives it.
+LOADERS: dict[str, Callable[[Path, CaseRef], RecordedCase]] = {
+    "petshop": petshop.load,
+    "rcd-sockshop": rcd.load,
+    "nezha": nezha.load,
+    "changerca-ob": changerca.load,
+}
+DATASETS = tuple(LOADERS)
 
 
 class CaseIndexError(ValueError):
     """The case index is missing or malformed; the message names the file and the column."""
-
-
-class CaseFileError(ValueError):
-    """A case's data file is damaged (truncated, columns missing, values not numbers); names the file."""
-
-
-# How a damaged file shows when parsed: pandas, numpy and json raise ValueError (parse errors, bad
-# numbers, bad UTF-8), KeyError / IndexError (missing columns), TypeError (a JSON value of the wrong
-# kind) or OverflowError (a number too large, e.g. 1e400 as an int); a damaged gzip stream raises
-# EOFError (cut short), zlib.error or gzip.BadGzipFile (corrupted). A missing or unreadable file
-# (other OSErrors) is not a damaged one and passes through.
-_DAMAGED = (
-    ValueError,
-    KeyError,
-    IndexError,
-    TypeError,
-    OverflowError,
-    EOFError,
-    zlib.error,
-    gzip.BadGzipFile,
-)
-
-
-@contextmanager
-def reading(path: str | Path) -> Iterator[None]:
-    """Re-raise a parse failure inside as a CaseFileError naming `path`.
-
-    pandas, numpy, json and gzip report a damaged file without saying which file (see `_DAMAGED`);
-    a loader wraps each file's reading in this.
-    """
-    try:
-        yield
-    except CaseFileError:
-        raise
-    except _DAMAGED as exc:
-        raise CaseFileError(f"{path}: cannot be read ({type(exc).__name__}: {exc})") from exc
-
-
-@dataclass(frozen=True, slots=True)
-class CaseRef:
-    """One row of the case index, without its ground truth."""
-
-    dataset: str
-    case_id: str
-    system: str
-    split: str
-    telemetry: str
-    files: tuple[str, ...]  # the index's `files` entries, split on ';' (may hold {a,b} patterns)
-    alert_hint: str | None  # the index's `alert` column as given ("" -> None)
-
-
-@dataclass(frozen=True)
-class RecordedCase:
-    """A loaded case: the telemetry source, its alert (with the onset hint) and its recorded window."""
-
-    ref: CaseRef
-    source: RecordedSource
-    alert: Alert
-    window: TimeWindow
 
 
 def index_path(data_dir: Path, index: Path | None = None) -> Path:
@@ -165,83 +139,7 @@ def find_case(data_dir: Path, dataset: str, case_id: str, *, index: Path | None 
 
 def load_case(data_dir: Path, ref: CaseRef) -> RecordedCase:
     """Load one case by its dataset's loader (lazy: files are parsed when queried)."""
-    # Imported here so importing the index reader does not pull in every loader.
-    from rca.telemetry.recorded import changerca, nezha, petshop, rcd
-
-    loaders = {
-        "petshop": petshop.load,
-        "rcd-sockshop": rcd.load,
-        "nezha": nezha.load,
-        "changerca-ob": changerca.load,
-    }
-    if ref.dataset not in loaders:
-        raise ValueError(f"case {ref.case_id}: unknown dataset {ref.dataset!r} (known: {', '.join(loaders)})")
-    return loaders[ref.dataset](Path(data_dir), ref)
-
-
-# --- helpers shared by the loaders --------------------------------------------------------------
-def time_span(stamps: npt.ArrayLike, step: float) -> TimeWindow:
-    """[first, last + step) of the finite times in `stamps` (unix seconds); ValueError when none is.
-
-    An empty or timeless table would otherwise give a NaN window, which overlaps nothing and so hides
-    the whole case without an error; a loader calls this inside `reading(path)`.
-    """
-    values = np.asarray(stamps, dtype=np.float64)
-    values = values[np.isfinite(values)]
-    if not values.size:
-        raise ValueError("no row with a time")
-    return TimeWindow(float(values.min()), float(values.max()) + step)
-
-
-_BRACES = re.compile(r"\{([^{}]*)\}")
-
-
-def expand_files(pattern: str) -> list[str]:
-    """Expand shell-style `{a,b}` groups of an index `files` entry (no globbing)."""
-    m = _BRACES.search(pattern)
-    if m is None:
-        return [pattern]
-    out: list[str] = []
-    for alt in m.group(1).split(","):
-        out.extend(expand_files(pattern[: m.start()] + alt.strip() + pattern[m.end() :]))
-    return out
-
-
-def case_files(ref: CaseRef) -> list[str]:
-    """Every path named by the case's `files` column, braces expanded, labels like `normal:` dropped."""
-    out: list[str] = []
-    for entry in ref.files:
-        entry = re.sub(r"^\w+:\s*", "", entry)  # e.g. "normal: nezha/construct_data/D/"
-        out.extend(expand_files(entry))
-    return out
-
-
-_HINT_TIME = re.compile(r"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})")
-_HINT_SIGNAL = re.compile(r"^\s*(?P<entity>[^:@]+):(?P<metric>[^@]+)@")
-
-
-@dataclass(frozen=True, slots=True)
-class AlertHint:
-    """What the index `alert` column says: the firing time, and the entity / metric when named."""
-
-    fired_at: float
-    entity: str | None
-    metric: str | None
-    text: str
-
-
-def parse_alert_hint(text: str | None) -> AlertHint | None:
-    """Parse `entity:metric@YYYY-mm-dd HH:MM:SS` or `detected YYYY-mm-dd HH:MM:SS` (UTC)."""
-    if not text:
-        return None
-    m = _HINT_TIME.search(text)
-    if m is None:
-        raise ValueError(f"alert hint without a time: {text!r}")
-    fired = datetime.fromisoformat(m.group(1).replace("T", " ")).replace(tzinfo=UTC).timestamp()
-    sig = _HINT_SIGNAL.match(text)
-    return AlertHint(
-        fired_at=fired,
-        entity=sig.group("entity").strip() if sig else None,
-        metric=sig.group("metric").strip() if sig else None,
-        text=text,
-    )
+    loader = LOADERS.get(ref.dataset)
+    if loader is None:
+        raise ValueError(f"case {ref.case_id}: unknown dataset {ref.dataset!r} (known: {', '.join(LOADERS)})")
+    return loader(Path(data_dir), ref)

@@ -25,6 +25,7 @@ from celery_app.app import app
 from rca.config import ActionsConfig
 from rca.incidents.investigations import run_investigation
 from rca.incidents.models import ActionProposal, Incident
+from rca.integrations.github.config import GitHubConfig
 from tests.browser.conftest import PASSWORD, Session
 from tests.integration.actions import recorded
 from tests.integration.actions.recorded import API, MANIFEST, REPO
@@ -54,8 +55,7 @@ def dry_run_github(settings: Any) -> Iterator[respx.MockRouter]:
     settings.ROOTLINE_ACTIONS = replace(
         ActionsConfig(),
         dry_run=True,
-        github_repo=REPO,
-        github_token="ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+        github=GitHubConfig(repo=REPO, token="ghp_16C7e42F292c6912E7710c838347Ae178B4a"),
         manifest_path="kubernetes-manifests/{service}.yaml",
     )
     app.conf.task_always_eager = True

@@ -1,8 +1,8 @@
-"""Live connectors reading hostile backend responses: every answer is a result or a TelemetryError.
+"""Live connectors reading hostile backend responses: every answer is a result or a BackendError.
 
-Each backend's recorded responses (tests/unit/live/fixtures) are mutated (subtrees replaced by
+Each backend's recorded responses (tests/unit/integrations/fixtures) are mutated (subtrees replaced by
 arbitrary JSON, fields dropped or added, lists cut) and served to the real connector over respx. A
-connector may return fewer records or raise `TelemetryError` naming the backend; any other exception
+connector may return fewer records or raise `BackendError` naming the backend; any other exception
 would escape to the investigation as a crash.
 """
 
@@ -18,22 +18,21 @@ import respx
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rca.telemetry.live.github import GitHubConnector
-from rca.telemetry.live.http import BackendClient, RetryPolicy
-from rca.telemetry.live.jaeger import JaegerConnector
-from rca.telemetry.live.kubernetes import KubernetesConnector
-from rca.telemetry.live.loki import LokiConnector
-from rca.telemetry.live.prometheus import PrometheusConnector
-from rca.telemetry.live.tempo import TempoConnector
-from rca.telemetry.model import TelemetryError
+from rca.integrations.github.changes import GitHubConnector
+from rca.integrations.http import BackendError, HttpClient, RetryPolicy
+from rca.integrations.jaeger.connector import JaegerConnector
+from rca.integrations.kubernetes.connector import KubernetesConnector
+from rca.integrations.loki.connector import LokiConnector
+from rca.integrations.prometheus.connector import PrometheusConnector
+from rca.integrations.tempo.connector import TempoConnector
 from tests.fuzz.conftest import FUZZ, JSON, mutate
-from tests.unit.live.conftest import WINDOW, _load
+from tests.unit.integrations.recorded import WINDOW, _load
 
 URL = "http://backend:1234"
 ENTITY = "cartservice"
 JSON_TYPE = {"Content-Type": "application/json"}
 
-CALLS: dict[str, Callable[[BackendClient], list[Any]]] = {
+CALLS: dict[str, Callable[[HttpClient], list[Any]]] = {
     "prometheus": lambda c: PrometheusConnector(c).metrics(ENTITY, WINDOW),
     "loki": lambda c: LokiConnector(c, max_pages=3).logs(ENTITY, WINDOW),
     "tempo": lambda c: TempoConnector(c, max_traces=3).spans(WINDOW, ENTITY),
@@ -83,16 +82,16 @@ def test_connectors_survive_mutated_responses(backend: str, data: st.DataObject)
         )
         for path, recorded in recorded_bodies(backend).items()
     }
-    client = BackendClient(
+    client = HttpClient(
         backend, URL, retry=RetryPolicy(max_attempts=1), sleep=lambda _: None, rng=lambda: 1.0
     )
     with client, respx.mock(base_url=URL, assert_all_called=False) as mock:
         mock.route().mock(side_effect=serve(bodies))
         try:
             result: object = CALLS[backend](client)
-        except TelemetryError as exc:
+        except BackendError as exc:
             result = exc
-    if isinstance(result, TelemetryError):
+    if isinstance(result, BackendError):
         assert backend in str(result)
     else:
         assert isinstance(result, list)

@@ -1,8 +1,5 @@
-"""Live telemetry connectors: Prometheus, Loki, Tempo, Jaeger, Kubernetes events and GitHub.
-
-Each connector turns one backend's HTTP API into the incident telemetry model; `LiveSource`
-composes whichever are configured behind the `TelemetrySource` protocol.
-"""
+"""The live telemetry source: `LiveSource` composes the connectors of `rca.integrations` (Prometheus,
+Loki, Tempo, Jaeger, Kubernetes events, GitHub changes) behind the `TelemetrySource` protocol."""
 
 from rca.telemetry.live.source import LiveConfig, LiveSource
 

@@ -1,21 +1,23 @@
-"""`LiveSource`: the TelemetrySource protocol over whichever live backends are configured."""
+"""`LiveSource`: the TelemetrySource protocol over whichever live backends are configured.
+
+The backends and the modality each serves are those of `rca.integrations.registry.TELEMETRY`; their
+connectors raise `BackendError`, which this source hands on as the telemetry model's `TelemetryError`.
+"""
 
 from __future__ import annotations
 
 import inspect
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
-from typing import Any, Self
+from typing import Any, Self, cast
 
-from rca.telemetry.live.github import GITHUB_HEADERS, GitHubConnector
-from rca.telemetry.live.http import BackendClient, Credentials, RetryPolicy
-from rca.telemetry.live.jaeger import JaegerConnector
-from rca.telemetry.live.kubernetes import KubernetesConnector
-from rca.telemetry.live.loki import LokiConnector
-from rca.telemetry.live.prometheus import PrometheusConnector
-from rca.telemetry.live.tempo import TempoConnector
+from rca.integrations.config import BackendConfig
+from rca.integrations.http import BackendError, Credentials, HttpClient, RetryPolicy
+from rca.integrations.protocols import EventsConnector, LogsConnector, MetricsConnector, TracesConnector
+from rca.integrations.registry import TELEMETRY, System
 from rca.telemetry.model import (
     Conventions,
     DependencyGraph,
@@ -24,67 +26,28 @@ from rca.telemetry.model import (
     MetricSeries,
     Modality,
     Span,
+    TelemetryError,
     TimeWindow,
 )
 from rca.telemetry.topology import graph_from_edges, graph_from_spans
 
-BACKENDS = ("prometheus", "loki", "tempo", "jaeger", "kubernetes", "github")
-_CONNECTORS: dict[str, type] = {
-    "prometheus": PrometheusConnector,
-    "loki": LokiConnector,
-    "tempo": TempoConnector,
-    "jaeger": JaegerConnector,
-    "kubernetes": KubernetesConnector,
-    "github": GitHubConnector,
-}
-_CONNECTION_KEYS = frozenset({"url", "token", "username", "password", "timeout", "verify", "ca_cert"})
-_DEFAULT_URLS = {"github": "https://api.github.com"}
+BACKENDS = tuple(system.name for system in TELEMETRY)
+_SYSTEMS = {system.name: system for system in TELEMETRY}
 
 
-@dataclass(frozen=True)
-class BackendConfig:
-    """Where one backend lives and how to authenticate; `options` go to its connector."""
-
-    url: str
-    token: str | None = field(default=None, repr=False)
-    username: str | None = None
-    password: str | None = field(default=None, repr=False)
-    timeout: float | None = None  # None: the LiveConfig default
-    verify: bool | str = True  # False, True, or a CA bundle path (in-cluster Kubernetes)
-    options: Mapping[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_mapping(cls, backend: str, raw: Mapping[str, Any]) -> BackendConfig:
-        """Split a settings mapping into connection fields and validated connector options."""
-        options = {k: v for k, v in raw.items() if k not in _CONNECTION_KEYS}
-        accepted = set(inspect.signature(_CONNECTORS[backend]).parameters) - {"client"}
-        unknown = sorted(set(options) - accepted)
-        if unknown:
-            raise ValueError(
-                f"{backend}: unknown setting(s) {', '.join(unknown)}; "
-                f"expected {', '.join(sorted(_CONNECTION_KEYS | accepted))}"
-            )
-        return cls(
-            url=str(raw.get("url") or _DEFAULT_URLS.get(backend, "")),
-            token=raw.get("token") or None,
-            username=raw.get("username") or None,
-            password=raw.get("password") or None,
-            timeout=float(raw["timeout"]) if raw.get("timeout") is not None else None,
-            verify=raw.get("ca_cert") or raw.get("verify", True),
-            options=options,
-        )
+def backend_config(system: System, raw: Mapping[str, Any]) -> BackendConfig:
+    """A backend's configuration from its settings mapping; options are checked against its connector."""
+    assert system.connector is not None  # TELEMETRY holds connectors only
+    config = cast(type[BackendConfig], system.config)
+    accepted = set(inspect.signature(system.connector).parameters) - {"client"} - config.own_fields()
+    return config.from_mapping(raw, accepted)
 
 
 @dataclass(frozen=True)
 class LiveConfig:
     """Which live backends to use and how; build it from Django settings with `from_mapping`."""
 
-    prometheus: BackendConfig | None = None
-    loki: BackendConfig | None = None
-    tempo: BackendConfig | None = None
-    jaeger: BackendConfig | None = None
-    kubernetes: BackendConfig | None = None
-    github: BackendConfig | None = None
+    backends: Mapping[str, BackendConfig] = field(default_factory=dict)  # by registry name
     timeout: float = 10.0  # seconds per request
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     horizon_seconds: float = 7 * 86_400  # what time_range() reports: a recent horizon
@@ -104,27 +67,28 @@ class LiveConfig:
         settings can read URLs from environment variables that may be empty. Unknown keys are an
         error: a misspelt setting should not silently disable a backend.
         """
-        scalars = {f.name for f in fields(cls)} - set(BACKENDS) - {"retry", "topology_edges"}
+        scalars = {f.name for f in fields(cls)} - {"backends", "retry", "topology_edges"}
         unknown = sorted(set(raw) - scalars - set(BACKENDS) - {"retry", "topology_edges"})
         if unknown:
             raise ValueError(f"unknown live telemetry setting(s): {', '.join(unknown)}")
         kwargs: dict[str, Any] = {k: float(raw[k]) for k in scalars if raw.get(k) is not None}
-        for backend in BACKENDS:
-            sub = raw.get(backend)
+        backends: dict[str, BackendConfig] = {}
+        for system in TELEMETRY:
+            sub = raw.get(system.name)
             if not sub:
                 continue
             if not isinstance(sub, Mapping):
-                raise ValueError(f"{backend}: settings must be a mapping")
-            backend_config = BackendConfig.from_mapping(backend, sub)
-            if backend_config.url:
-                kwargs[backend] = backend_config
+                raise ValueError(f"{system.name}: settings must be a mapping")
+            config = backend_config(system, sub)
+            if config.url:
+                backends[system.name] = config
         if raw.get("retry"):
             try:
                 kwargs["retry"] = RetryPolicy(**raw["retry"])
             except TypeError as exc:  # an unknown key: say so as a settings error
                 raise ValueError(f"retry: {exc}") from exc
         kwargs["topology_edges"] = tuple(_edge(e) for e in raw.get("topology_edges") or ())
-        return cls(**kwargs)
+        return cls(backends=backends, **kwargs)
 
 
 def _edge(raw: Any) -> tuple[str, str, float]:
@@ -155,38 +119,28 @@ class LiveSource:
     ) -> None:
         self.config = config
         self._now = now
-        self._clients: list[BackendClient] = []
+        self._clients: list[HttpClient] = []
         self._topology: DependencyGraph | None = None
-
-        def client(
-            backend: str, cfg: BackendConfig, headers: Mapping[str, str] | None = None
-        ) -> BackendClient:
-            made = BackendClient(
-                backend,
+        # Connectors by modality, in registry order (so Tempo serves traces before Jaeger).
+        self._connectors: dict[Modality, list[Any]] = {}
+        for system in TELEMETRY:
+            cfg = config.backends.get(system.name)
+            if cfg is None or system.connector is None or system.modality is None:
+                continue
+            client = HttpClient(
+                system.name,
                 cfg.url,
                 credentials=Credentials(cfg.token, cfg.username, cfg.password),
                 timeout=cfg.timeout or config.timeout,
                 retry=config.retry,
                 verify=cfg.verify,
-                headers=headers,
+                headers=cfg.headers,
                 sleep=sleep,
                 rng=rng,
             )
-            self._clients.append(made)
-            return made
-
-        def build(backend: str, headers: Mapping[str, str] | None = None) -> Any:
-            cfg: BackendConfig | None = getattr(config, backend)
-            if cfg is None:
-                return None
-            return _CONNECTORS[backend](client(backend, cfg, headers), **cfg.options)
-
-        self.prometheus: PrometheusConnector | None = build("prometheus")
-        self.loki: LokiConnector | None = build("loki")
-        self.tempo: TempoConnector | None = build("tempo")
-        self.jaeger: JaegerConnector | None = build("jaeger")
-        self.kubernetes: KubernetesConnector | None = build("kubernetes")
-        self.github: GitHubConnector | None = build("github", GITHUB_HEADERS)
+            self._clients.append(client)
+            connector = system.connector(client, **cfg.connector_arguments())
+            self._connectors.setdefault(system.modality, []).append(connector)
 
     # --- lifecycle ---
 
@@ -201,18 +155,33 @@ class LiveSource:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # --- connectors ---
+
+    def _first(self, modality: Modality) -> Any:
+        found = self._connectors.get(modality)
+        return found[0] if found else None
+
+    @property
+    def _metrics(self) -> MetricsConnector | None:
+        return cast(MetricsConnector | None, self._first(Modality.METRICS))
+
+    @property
+    def _logs(self) -> LogsConnector | None:
+        return cast(LogsConnector | None, self._first(Modality.LOGS))
+
+    @property
+    def _traces(self) -> TracesConnector | None:
+        return cast(TracesConnector | None, self._first(Modality.TRACES))
+
+    def _events(self) -> list[EventsConnector]:
+        found = [*self._connectors.get(Modality.EVENTS, []), *self._connectors.get(Modality.CHANGES, [])]
+        return cast(list[EventsConnector], found)
+
     # --- TelemetrySource ---
 
     def modalities(self) -> frozenset[Modality]:
         """The modalities of the configured backends."""
-        present = {
-            Modality.METRICS: self.prometheus,
-            Modality.LOGS: self.loki,
-            Modality.TRACES: self.tempo or self.jaeger,
-            Modality.EVENTS: self.kubernetes,
-            Modality.CHANGES: self.github,
-        }
-        return frozenset(m for m, connector in present.items() if connector is not None)
+        return frozenset(self._connectors)
 
     def time_range(self) -> TimeWindow:
         """A recent horizon ending now (live backends hold what their retention allows)."""
@@ -224,7 +193,7 @@ class LiveSource:
         if self._topology is None:
             if self.config.topology_edges:
                 self._topology = graph_from_edges(self.config.topology_edges)
-            elif self.tempo or self.jaeger:
+            elif self._traces is not None:
                 self._topology = graph_from_spans(self.spans(self._recent()))
             else:
                 self._topology = DependencyGraph(entities=(), edges=())
@@ -236,34 +205,50 @@ class LiveSource:
         return TimeWindow(end - self.config.baseline_seconds, end)
 
     def metric_names(self, entity: str) -> Sequence[str]:
-        """Metrics Prometheus has for `entity` recently (none without Prometheus)."""
-        return self.prometheus.metric_names(entity, self._recent()) if self.prometheus else []
+        """Metrics the metrics backend has for `entity` recently (none without one)."""
+        metrics = self._metrics
+        with _telemetry_errors():
+            return metrics.metric_names(entity, self._recent()) if metrics else []
 
     def metrics(
         self, entity: str, window: TimeWindow, names: Iterable[str] | None = None
     ) -> list[MetricSeries]:
         """Metric series of `entity` inside `window`."""
-        return self.prometheus.metrics(entity, window, names) if self.prometheus else []
+        metrics = self._metrics
+        with _telemetry_errors():
+            return metrics.metrics(entity, window, names) if metrics else []
 
     def logs(
         self, entity: str, window: TimeWindow, pattern: str | None = None, limit: int = 10_000
     ) -> list[LogRecord]:
         """Log records of `entity` inside `window`."""
-        return self.loki.logs(entity, window, pattern, limit) if self.loki else []
+        logs = self._logs
+        with _telemetry_errors():
+            return logs.logs(entity, window, pattern, limit) if logs else []
 
     def spans(self, window: TimeWindow, entity: str | None = None, limit: int = 200_000) -> list[Span]:
-        """Spans inside `window`, from Tempo when configured, else Jaeger."""
-        traces = self.tempo or self.jaeger
-        return traces.spans(window, entity, limit) if traces else []
+        """Spans inside `window`, from the first configured traces backend (Tempo, else Jaeger)."""
+        traces = self._traces
+        with _telemetry_errors():
+            return traces.spans(window, entity, limit) if traces else []
 
     def events(self, window: TimeWindow, entity: str | None = None) -> list[Event]:
         """Kubernetes events and GitHub changes inside `window`, in time order."""
         out: list[Event] = []
-        for connector in (self.kubernetes, self.github):
-            if connector is not None:
+        with _telemetry_errors():
+            for connector in self._events():
                 out.extend(connector.events(window, entity))
         return sorted(out, key=lambda e: (e.time, e.entity, e.kind))
 
     def _recent(self) -> TimeWindow:
         now = self._now()
         return TimeWindow(now - self.config.recent_seconds, now)
+
+
+@contextmanager
+def _telemetry_errors() -> Iterator[None]:
+    """A backend's failure, as the telemetry model's error the engine records as inconclusive."""
+    try:
+        yield
+    except BackendError as exc:
+        raise TelemetryError(exc.backend, exc.reason) from exc

@@ -36,8 +36,8 @@ from typing import Any
 
 import pandas as pd
 
-from rca.telemetry.cases import CaseRef, RecordedCase, case_files, parse_alert_hint, reading, time_span
 from rca.telemetry.model import VERSIONED_POD, Alert, Conventions, DependencyGraph, Event, EventKind
+from rca.telemetry.recorded import CaseRef, RecordedCase, case_files, parse_alert_hint, reading, time_span
 from rca.telemetry.recorded.source import ColumnSpec, RecordedSource, TableRecording, parse_go_times
 from rca.telemetry.topology import graph_from_edges
 

@@ -8,9 +8,12 @@
   [window - 30 min, window + 10 min] (the 30 minutes before are the alert baseline); per-pod files
   cover the whole day and are parsed once per file (cached across the cases of a day).
 - Recorded window (Online Boutique): the index names only the day's metric files (logs and traces
-  are absent from the snapshot), so the window is the whole day's metric coverage. All cases of a day
-  therefore share one window and one alert — a limit of the data as indexed, not of the loader; an
-  `alert` hint in the index (e.g. `frontend:latency@2022-08-22 03:55:00`) is honoured when present.
+  are absent from the snapshot); its `alert` column gives the detection time T (`detected T`: a
+  1-minute metric rule with `for: 1m`, so the fault began in the minute before the condition first
+  held, one minute before T). The case is bounded by T as TrainTicket's by its three minute files:
+  the three 1-minute rows up to T, i.e. the minutes ending at T - 2 min, T - 1 min and T (for a TT
+  case the same three minutes, by the same rule, as its files). Without a hint the window is the
+  whole day's metric coverage.
 - Topology: OB `dependency.csv.gz` (IP targets dropped); TT from the spans of the case minutes and of
   the fault-free `construct_data` minute (`graph_from_spans`), plus every service that has metrics.
 - Alert: the shared rule (`alerting.py`) on the front end's `front_service.csv` latency percentiles
@@ -35,7 +38,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rca.telemetry.cases import CaseRef, RecordedCase, case_files, parse_alert_hint, reading, time_span
 from rca.telemetry.model import (
     LOGBACK_STATEMENT,
     Alert,
@@ -47,6 +49,7 @@ from rca.telemetry.model import (
     SpanStatus,
     TimeWindow,
 )
+from rca.telemetry.recorded import CaseRef, RecordedCase, case_files, parse_alert_hint, reading, time_span
 from rca.telemetry.recorded.alerting import Signal, detect_alert
 from rca.telemetry.recorded.source import (
     LOG_COLUMNS,
@@ -372,7 +375,7 @@ def load(data_dir: Path, ref: CaseRef) -> RecordedCase:
         )
     specs.extend(_edge_specs(metric_dir))
 
-    minutes = _case_minutes(ref, day)
+    minutes = _case_minutes(ref, day) or _alert_minutes(ref)
     if front is None and not minutes:
         raise ValueError(f"case {ref.case_id}: no minute files and no front_service.csv to bound the case")
     with reading(front_path):  # the front end's times bound the case
@@ -410,6 +413,20 @@ def load(data_dir: Path, ref: CaseRef) -> RecordedCase:
     )
     alert = _alert(ref, source, window, entry, bool(minutes))
     return RecordedCase(ref=ref, source=source, alert=alert, window=window)
+
+
+# A `for: 1m` rule on 1-minute rows fires at T when the condition held at T - 1 min; the fault began
+# in the row before that: the alert minute and the two before it hold the onset.
+ALERT_MINUTES = 3
+
+
+def _alert_minutes(ref: CaseRef) -> list[float]:
+    """Minute ends bounding a case that has no minute files of its own, from its index alert time."""
+    hint = parse_alert_hint(ref.alert_hint)
+    if hint is None:
+        return []
+    end = hint.fired_at - hint.fired_at % MINUTE  # the alert rule evaluates on whole minutes
+    return [end - k * MINUTE for k in reversed(range(ALERT_MINUTES))]
 
 
 def _bounds(front: pd.DataFrame | None, minutes: list[float]) -> tuple[TimeWindow, TimeWindow, float]:

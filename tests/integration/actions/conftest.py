@@ -13,7 +13,8 @@ from rca.core.actions import ActionTier
 from rca.core.grounding import Grounding
 from rca.incidents import approvals
 from rca.incidents.models import ActionProposal, Investigation
-from rca.telemetry.live.http import RetryPolicy
+from rca.integrations.github.config import GitHubConfig
+from rca.integrations.http import RetryPolicy
 from tests.integration.actions import recorded
 from tests.integration.api import factories
 
@@ -28,8 +29,7 @@ def configure(settings: Any) -> Callable[..., ActionsConfig]:
         base = ActionsConfig(
             dry_run=False,
             base_url="http://rootline.test",
-            github_repo=recorded.REPO,
-            github_token=TOKEN,
+            github=GitHubConfig(repo=recorded.REPO, token=TOKEN),
             manifest_path="kubernetes-manifests/{service}.yaml",
         )
         settings.ROOTLINE_ACTIONS = replace(base, **changes)
@@ -43,7 +43,8 @@ def configure(settings: Any) -> Callable[..., ActionsConfig]:
 def _fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     """The same retry logic, without the waits (3 attempts)."""
     monkeypatch.setattr(
-        "rca.actions.github.RETRY", RetryPolicy(max_attempts=3, base_delay=0.0, max_delay=0.0, max_total=30)
+        "rca.integrations.http.WRITE_RETRY",
+        RetryPolicy(max_attempts=3, base_delay=0.0, max_delay=0.0, max_total=30),
     )
 
 

@@ -148,7 +148,7 @@ def test_a_cited_change_is_still_reverted_not_mitigated(configure: Any, approve:
         ),
         (
             "cpu",
-            {"github_repo": None},
+            {"github": None},
             "no GitHub repository is configured (GITHUB_REPOSITORY) to read the manifest of adservice from",
         ),
         (

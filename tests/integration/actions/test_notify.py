@@ -14,6 +14,8 @@ from django.core import mail
 from rca.actions.executors import TransientActionError, execute
 from rca.core.grounding import Grounding
 from rca.incidents.models import ActionProposal
+from rca.integrations.email.config import EmailConfig
+from rca.integrations.slack.config import SlackConfig
 from tests.integration.actions import recorded
 from tests.integration.actions.conftest import verbs
 from tests.integration.actions.recorded import API, REPO
@@ -22,6 +24,8 @@ from tests.integration.api import factories
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
 HOOK = "https://hooks.slack.com/services/T0001/B0002/s3cretPathToken"
+SLACK = SlackConfig(HOOK)
+ONCALL = EmailConfig(("oncall@example.com",))
 Approve = Callable[..., ActionProposal]
 
 
@@ -37,7 +41,7 @@ def run(proposal: ActionProposal, **kwargs: Any) -> ActionProposal:
 
 
 def test_slack_ok_posts_the_outcome_the_chain_and_the_link(configure: Any, approve: Approve) -> None:
-    configure(slack_webhook_url=HOOK)
+    configure(channels=(SLACK,))
     proposal = approve("notify", no_root_cause(), body="No confident root cause: budget exhausted.")
     with respx.mock() as slack:
         route = slack.post(HOOK).mock(return_value=recorded.slack(200, "ok"))
@@ -58,7 +62,7 @@ def test_slack_ok_posts_the_outcome_the_chain_and_the_link(configure: Any, appro
 def test_slack_errors_fail_the_action_with_slacks_code_and_no_secret(
     configure: Any, approve: Approve, status: int, code: str
 ) -> None:
-    configure(slack_webhook_url=HOOK)
+    configure(channels=(SLACK,))
     proposal = approve("notify", no_root_cause())
     with respx.mock() as slack:
         route = slack.post(HOOK).mock(return_value=recorded.slack(status, code))
@@ -71,7 +75,7 @@ def test_slack_errors_fail_the_action_with_slacks_code_and_no_secret(
 
 
 def test_slack_rate_limit_is_retried_after_the_wait_it_asks_for(configure: Any, approve: Approve) -> None:
-    configure(slack_webhook_url=HOOK)
+    configure(channels=(SLACK,))
     proposal = approve("notify", no_root_cause())
     with respx.mock() as slack:
         route = slack.post(HOOK).mock(
@@ -86,7 +90,7 @@ def test_slack_rate_limit_is_retried_after_the_wait_it_asks_for(configure: Any, 
 
 
 def test_slack_5xx_is_retried_by_the_task_and_surfaced(configure: Any, approve: Approve) -> None:
-    configure(slack_webhook_url=HOOK)
+    configure(channels=(SLACK,))
     proposal = approve("notify", no_root_cause())
     with respx.mock() as slack:
         slack.post(HOOK).mock(return_value=recorded.slack(503, "service_unavailable"))
@@ -101,7 +105,7 @@ def test_slack_5xx_is_retried_by_the_task_and_surfaced(configure: Any, approve: 
 def test_without_configuration_the_notification_is_recorded_in_the_app_only(
     configure: Any, approve: Approve
 ) -> None:
-    configure(github_repo=None)
+    configure(github=None)
     proposal = approve("notify", no_root_cause())
     with respx.mock():  # nothing may leave the host
         run(proposal)
@@ -114,12 +118,12 @@ def test_without_configuration_the_notification_is_recorded_in_the_app_only(
 def test_email_goes_through_djangos_backend_and_dry_run_sends_nothing(
     configure: Any, approve: Approve
 ) -> None:
-    configure(email_to=("oncall@example.com",))
+    configure(channels=(ONCALL,))
     run(approve("notify", no_root_cause()))
     assert len(mail.outbox) == 1
     assert mail.outbox[0].to == ["oncall@example.com"]
     assert mail.outbox[0].subject.startswith("[Rootline] ")
-    configure(email_to=("oncall@example.com",), slack_webhook_url=HOOK, dry_run=True)
+    configure(channels=(SLACK, ONCALL), dry_run=True)
     with respx.mock():
         proposal = run(approve("notify", no_root_cause()))
     assert len(mail.outbox) == 1
@@ -132,7 +136,7 @@ def test_email_goes_through_djangos_backend_and_dry_run_sends_nothing(
 def test_an_opened_issue_is_announced_too_and_a_failed_announcement_keeps_the_issue(
     configure: Any, approve: Approve
 ) -> None:
-    configure(slack_webhook_url=HOOK)
+    configure(channels=(SLACK,))
     announced, unannounced = approve("issue"), approve("issue")
     for proposal, slack_answer in (
         (announced, recorded.slack(200, "ok")),

@@ -107,3 +107,37 @@ def test_bad_arguments_fail_with_one_line(args: list[str], named: str, tmp_path:
     )
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_folds_are_written_and_printed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if not (DATA / "cases_index.csv").is_file():
+        pytest.skip(f"public datasets not found at {DATA}")
+    call_command(
+        "evaluate",
+        "--data",
+        str(DATA),
+        "--dataset",
+        "rcd-sockshop",
+        "--dataset",
+        "petshop",
+        "--limit",
+        "6",
+        "--out",
+        str(tmp_path),
+        "--folds",
+        "dataset",
+        "--jobs",
+        "2",
+        verbosity=0,
+    )
+    folded = json.loads((tmp_path / "folds-dataset.json").read_text())
+    assert folded["pooled"]["cases"] == 6
+    assert set(folded["fold_maps"]) == set(folded["datasets"])
+    assert "calib. OOF" in capsys.readouterr().out
+
+
+def test_jobs_must_be_positive() -> None:
+    if not (DATA / "cases_index.csv").is_file():
+        pytest.skip(f"public datasets not found at {DATA}")
+    with pytest.raises(CommandError, match="--jobs"):
+        call_command("evaluate", "--data", str(DATA), "--out", "x", "--jobs", "0")

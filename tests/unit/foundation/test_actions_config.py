@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 
 from rca.config import ConfigError, load_config
+from rca.integrations.email.config import EmailConfig
+from rca.integrations.github.config import GitHubConfig
+from rca.integrations.slack.config import SlackConfig
 
 GOOD = {"SECRET_KEY": "k" * 40}
 
@@ -15,7 +18,7 @@ GOOD = {"SECRET_KEY": "k" * 40}
 def test_dry_run_by_default_and_nothing_configured(tmp_path: Path) -> None:
     actions = load_config({**GOOD, "ROOTLINE_VAR_DIR": str(tmp_path)}).actions
     assert actions.dry_run is True
-    assert (actions.slack_webhook_url, actions.email_to, actions.github_repo) == (None, (), None)
+    assert (actions.channels, actions.github) == ((), None)
     assert actions.base_url == "http://127.0.0.1:8000"
     assert actions.label == "rootline"
 
@@ -37,8 +40,13 @@ def test_every_setting_from_the_environment(tmp_path: Path) -> None:
     ).actions
     assert actions.dry_run is False
     assert actions.base_url == "https://rootline.example.org"
-    assert actions.email_to == ("oncall@example.org", "sre@example.org")
-    assert (actions.github_repo, actions.github_token, actions.label) == ("acme/shop", "ghp_x", "incident")
+    # Slack before e-mail: the order of the integrations registry.
+    assert actions.channels == (
+        SlackConfig("https://hooks.slack.com/services/T1/B2/x"),
+        EmailConfig(("oncall@example.org", "sre@example.org")),
+    )
+    assert actions.github == GitHubConfig(repo="acme/shop", token="ghp_x")
+    assert actions.label == "incident"
     assert actions.manifest_path == "deploy/{service}/deployment.yaml"
 
 

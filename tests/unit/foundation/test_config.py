@@ -126,3 +126,11 @@ def test_manage_py_fails_with_one_line(tmp_path: Path) -> None:
     assert len(lines) == 1
     assert "NEO4J_URI" in lines[0]
     assert "Traceback" not in proc.stderr
+
+
+def test_the_readme_documents_every_integrations_variables() -> None:
+    from rca.integrations.registry import SYSTEMS
+
+    readme = (REPO / "README.md").read_text()
+    missing = [name for s in SYSTEMS for name in s.config.env_names() if f"`{name}`" not in readme]
+    assert missing == []

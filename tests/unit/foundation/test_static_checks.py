@@ -1,4 +1,4 @@
-"""ruff and mypy run as part of the suite (mypy is strict on rca/core)."""
+"""ruff, mypy and the import contracts run as part of the suite (mypy is strict on rca/core)."""
 
 from __future__ import annotations
 
@@ -27,5 +27,15 @@ def test_mypy_clean() -> None:
         capture_output=True,
         text=True,
         check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_import_contracts_hold() -> None:
+    """The layering of pyproject.toml's [tool.importlinter] contracts (core pure, no cycles, ...)."""
+    lint_imports = Path(sys.executable).with_name("lint-imports")
+    proc = subprocess.run(
+        [str(lint_imports), "--no-cache"], cwd=REPO, capture_output=True, text=True, check=False
     )
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]

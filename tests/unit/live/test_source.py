@@ -5,11 +5,10 @@ from __future__ import annotations
 import pytest
 import respx
 
+from rca.integrations.http import RetryPolicy
 from rca.telemetry.live import LiveConfig, LiveSource
-from rca.telemetry.live.http import RetryPolicy
 from rca.telemetry.model import EventKind, Modality, TelemetryError, TelemetrySource, TimeWindow
-
-from .conftest import WINDOW, Sleeps, reply
+from tests.unit.integrations.recorded import WINDOW, Sleeps, reply
 
 NOW = WINDOW.end
 SETTINGS = {
@@ -40,13 +39,11 @@ def _source(settings: dict, sleeps: Sleeps | None = None) -> LiveSource:
 
 def test_config_from_a_plain_mapping() -> None:
     config = LiveConfig.from_mapping(SETTINGS)
-    assert config.jaeger is None
-    assert config.github is not None
-    assert config.github.url == "https://api.github.com"
+    assert "jaeger" not in config.backends
+    assert config.backends["github"].url == "https://api.github.com"
     assert config.retry == RetryPolicy(max_attempts=2, base_delay=0.1)
     assert config.timeout == 5.0
-    assert config.prometheus is not None
-    assert config.prometheus.options == {"max_metrics": 10}
+    assert config.backends["prometheus"].options == {"max_metrics": 10}
     assert "xyz" not in repr(config)  # tokens and passwords stay out of reprs and logs
 
 

@@ -1,0 +1,1 @@
+"""E-mail: notifications through Django's e-mail backend."""

@@ -1,0 +1,1 @@
+"""Jaeger: traces from the query service's HTTP API."""

@@ -1,0 +1,1 @@
+"""Kubernetes: events of the configured namespaces from the API server."""

@@ -1,0 +1,1 @@
+"""Loki: log records over the HTTP API (LogQL `query_range`)."""

@@ -1,0 +1,1 @@
+"""Prometheus: metric series over the HTTP API (`query_range`, label values)."""

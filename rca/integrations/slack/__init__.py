@@ -1,0 +1,1 @@
+"""Slack: notifications through an incoming webhook."""

@@ -1,0 +1,1 @@
+"""Grafana Tempo: traces (search, then fetch each trace as OTLP JSON)."""
