@@ -64,8 +64,9 @@ def template() -> Any:
 def seed(n: int, result: Any) -> list[int]:
     """Bulk-insert `n` incidents like the template; returns the ids that carry the full rows."""
     from rca.incidents.models import ActionProposal, Alert, Evidence, Hypothesis, Incident, Investigation
+    from rca.investigation.document import document_of
 
-    doc = result.to_dict()
+    doc = document_of(result).to_json()
     outcome = doc["outcome"]
     start = datetime(2025, 1, 1, tzinfo=UTC)
     incidents = Incident.objects.bulk_create(
@@ -126,6 +127,7 @@ def seed(n: int, result: Any) -> list[int]:
                 progress={"turn": result.turns, "steps": doc["steps"], "stop_reason": result.stop_reason},
                 turns=result.turns,
                 guidance=doc["guidance"] or {},
+                result_document=doc,
             )
             for inc in incidents
         ],

@@ -1,4 +1,5 @@
-"""What the pages show, assembled from the relational rows (and, for the explorer, the telemetry).
+"""What the pages show, assembled from the relational rows and the stored result document (never the
+telemetry: the explorer draws what the tools recorded during the run).
 
 Views stay thin: they parse the request, call one function here and render. Everything here reads;
 decisions on actions go through `rca.incidents.approvals`, which enforces the rules on the server.
@@ -12,12 +13,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 from django.db.models import OuterRef, QuerySet, Subquery
 
 from frontend import figures
 from rca.core.actions import ISSUE_AT, PATCH_AT, PULL_REQUEST_AT, ActionTier
 from rca.incidents.models import ActionProposal, AuditEvent, Evidence, Hypothesis, Incident, Investigation
+from rca.incidents.results import result_document
+from rca.investigation.document import ResultDocument
 from rca.investigation.narrative import outcome_sentence
+from rca.telemetry.model import MetricSeries
 
 log = logging.getLogger(__name__)
 
@@ -86,19 +91,6 @@ def filter_options() -> dict[str, list[str]]:
 def latest_investigation(incident: Incident) -> Investigation | None:
     """The incident's most recent investigation (queued, running or finished)."""
     return incident.investigations.order_by("-created_at", "-pk").first()
-
-
-def result_dict(investigation: Investigation, hypotheses: Sequence[Hypothesis]) -> dict[str, Any]:
-    """The stored result in the shape `rca.investigation.narrative` reads (InvestigationResult.to_dict)."""
-    return {
-        "exit": investigation.exit,
-        "root_cause": investigation.named_root_cause(),
-        "chain": investigation.evidence_chain or {},
-        "path": investigation.propagation_path or [],
-        "hypotheses": [{"id": h.key, "state": h.state} for h in hypotheses],
-        "gate": investigation.gate or {},
-        "stop_reason": (investigation.progress or {}).get("stop_reason"),
-    }
 
 
 @dataclass
@@ -223,25 +215,34 @@ def detail(incident: Incident) -> dict[str, Any]:
     roots, hypotheses = hypothesis_tree(investigation)
     proposals = list(investigation.proposals.select_related("decided_by"))
     ceiling = proposals[0].max_allowed_tier if proposals else ""
-    chain = investigation.evidence_chain or {}
+    document = _document(investigation)
+    stored = document.to_json()
     context.update(
         {
-            "sentence": outcome_sentence(result_dict(investigation, hypotheses)),
-            "gate": investigation.gate or {},
-            "clause": gate_clause(investigation.gate or {}),
+            "sentence": outcome_sentence(document),
+            "gate": stored["gate"],
+            "clause": gate_clause(stored["gate"]),
             "tree": roots,
             "hypothesis_count": len(hypotheses),
-            "chain": chain,
-            "path": investigation.propagation_path or [],
+            "chain": stored["chain"],
+            "path": stored["path"],
             "ladder": ladder(investigation, ceiling),
             "proposals": proposals,
             "tier_labels": TIER_LABELS,
-            "guidance": investigation.guidance or None,
+            "guidance": stored["guidance"],
             "applied_guidance": investigation.applied_guidance or None,
         }
     )
     context["similar"], context["similar_note"] = similar_incidents(incident, investigation)
     return context
+
+
+def _document(investigation: Investigation) -> ResultDocument:
+    """The result document of a succeeded investigation."""
+    document = result_document(investigation)
+    if document is None:
+        raise ValueError(f"investigation {investigation.pk} has no result yet")
+    return document
 
 
 def progress(incident: Incident) -> dict[str, Any]:
@@ -452,7 +453,7 @@ def action_review(proposal: ActionProposal, user: Any) -> dict[str, Any]:
     trail = AuditEvent.objects.filter(
         target_type=ActionProposal._meta.label_lower, target_id=str(proposal.pk)
     ).order_by("-at", "-id")
-    chain = investigation.evidence_chain or {}
+    stored = document.to_json() if (document := result_document(investigation)) else {}
     return {
         "proposal": proposal,
         "investigation": investigation,
@@ -478,8 +479,8 @@ def action_review(proposal: ActionProposal, user: Any) -> dict[str, Any]:
             if not undecided
             else "Only a responder or approver may reject."
         ),
-        "chain": chain,
-        "path": investigation.propagation_path or [],
+        "chain": stored.get("chain") or {},
+        "path": stored.get("path") or [],
         "ladder": ladder(investigation, ceiling.value),
         "trail": list(trail[:100]),
         "tier_labels": TIER_LABELS,
@@ -488,77 +489,49 @@ def action_review(proposal: ActionProposal, user: Any) -> dict[str, Any]:
 
 # --- explorer ------------------------------------------------------------------------------------------
 
-# The timeline shows this much telemetry around the alert's onset (clipped to what the source holds).
-TIMELINE_BEFORE_S = 15 * 60
-TIMELINE_AFTER_S = 15 * 60
 TIMELINE_MAX_ENTITIES = 4
 
 
-def path_entities(investigation: Investigation, incident: Incident) -> list[str]:
-    """Entities on the propagation path from root cause to symptom, in order (else root, symptom)."""
-    ordered: list[str] = []
-    for hop in investigation.propagation_path or []:
-        for name in (hop.get("cause"), hop.get("effect")):
-            if name and name not in ordered:
-                ordered.append(str(name))
-    for name in (investigation.root_cause_entity, incident.symptom_entity):
-        if name and name not in ordered:
-            ordered.append(name)
-    return ordered
-
-
 def explorer(incident: Incident, investigation: Investigation) -> dict[str, Any]:
-    """The explorer's two figures (as JSON) and notes on whatever could not be drawn."""
-    from rca.incidents.investigations import telemetry_for
-    from rca.telemetry.model import DependencyGraph, TimeWindow
-
+    """The explorer's two figures (as JSON) and notes on whatever could not be drawn, from the stored
+    result document: the graph the engine saw and the series its tools examined."""
+    document = _document(investigation)
+    facts = document.facts
     notes: list[str] = []
-    hops = [figures.Hop.from_stored(h) for h in investigation.propagation_path or []]
-    entities: list[str] = list((investigation.beliefs or {}).keys())
-    edges: list[tuple[str, str]] = []
-    source = None
-    try:
-        source, _alert = telemetry_for(incident)
-        # The graph the engine saw (stored with the investigation), else what the source says now.
-        topology = (
-            DependencyGraph.from_dict(investigation.topology) if investigation.topology else source.topology()
-        )
-        entities += topology.names()
-        edges = [(e.caller, e.callee) for e in topology.edges]
-    except Exception as exc:  # a live backend down, a recorded bundle moved: draw what the rows hold
-        log.warning("explorer topology for incident %s: %s", incident.pk, exc)
-        notes.append(
-            f"The service topology could not be read ({type(exc).__name__}); only the path is drawn."
-        )
+    hops = [figures.Hop.from_stored(h) for h in document.to_json()["path"]]
+    edges = [(e.caller, e.callee) for e in facts.topology.edges]
+    if not facts.topology.entities:
+        notes.append("The service topology was not recorded with this investigation; only the path is drawn.")
     graph = figures.graph_figure(
-        entities=entities,
+        entities=[*document.beliefs, *(e.name for e in facts.topology.entities)],
         edges=edges,
-        beliefs=investigation.beliefs or {},
+        beliefs=document.beliefs,
         path=hops,
         symptom=incident.symptom_entity,
         root_cause=investigation.root_cause_entity,
-        candidates=investigation.candidates or [],
+        candidates=[c.model_dump() for c in document.candidates],
     )
-    timeline: dict[str, Any] | None = None
-    on_path = path_entities(investigation, incident)[:TIMELINE_MAX_ENTITIES]
-    if source is not None and on_path:
-        onset = incident.onset.timestamp()
-        try:
-            held = source.time_range()
-            start, end = max(held.start, onset - TIMELINE_BEFORE_S), min(held.end, onset + TIMELINE_AFTER_S)
-            window = TimeWindow(min(start, end), end)
-            series = {name: source.metrics(name, window) for name in on_path}
-            baselines = _baselines(source, onset, series)
-            timeline = figures.to_json(
-                figures.timeline_figure(
-                    series, onset, baselines=baselines, detected_onset=_detected_onset(investigation)
+    on_path = document.route()[:TIMELINE_MAX_ENTITIES]
+    series: dict[str, list[MetricSeries]] = {name: [] for name in on_path}
+    baselines: dict[tuple[str, str, str | None], figures.Baseline] = {}
+    for s in facts.series:
+        if s.entity in series:
+            series[s.entity].append(
+                MetricSeries(
+                    s.entity, s.metric, s.unit, np.array(s.timestamps), np.array(s.values), s.instance
                 )
             )
-            if not any(series.values()):
-                notes.append("No metrics were recorded around the onset for the entities on the path.")
-        except Exception as exc:
-            log.warning("explorer metrics for incident %s: %s", incident.pk, exc)
-            notes.append(f"Metrics could not be read ({type(exc).__name__}); the timeline is not drawn.")
+            baselines[(s.entity, s.metric, s.instance)] = figures.Baseline(s.baseline, s.spread)
+    timeline: dict[str, Any] | None = None
+    if any(series.values()):
+        onset = incident.onset.timestamp()
+        timeline = figures.to_json(
+            figures.timeline_figure(
+                series, onset, baselines=baselines, detected_onset=_detected_onset(document)
+            )
+        )
+    elif on_path:
+        notes.append("No examined metric series were recorded for the entities on the path.")
     return {
         "graph": figures.to_json(graph),
         "timeline": timeline,
@@ -568,27 +541,10 @@ def explorer(incident: Incident, investigation: Investigation) -> dict[str, Any]
     }
 
 
-def _baselines(
-    source: Any, onset: float, series: Mapping[str, Sequence[Any]]
-) -> dict[tuple[str, str, str | None], figures.Baseline]:
-    """Each metric's normal behaviour from the source's baseline window, when it knows one."""
-    window = source.baseline_window(onset)
-    if window is None:
-        return {}
-    out: dict[tuple[str, str, str | None], figures.Baseline] = {}
-    for entity, shown in series.items():
-        names = sorted({s.name for s in shown})
-        for s in source.metrics(entity, window, names) if names else []:
-            baseline = figures.Baseline.of(s.values)
-            if baseline is not None:
-                out[(s.entity, s.name, s.instance)] = baseline
-    return out
-
-
-def _detected_onset(investigation: Investigation) -> float | None:
+def _detected_onset(document: ResultDocument) -> float | None:
     """The anomaly onset the validating metrics evidence found, if it recorded one."""
-    for item in (investigation.evidence_chain or {}).get("evidence") or []:
-        value = (item.get("signals") or {}).get("m.onset")
-        if isinstance(value, int | float):
+    for item in document.chain.evidence:
+        value = item.signals.get("m.onset")
+        if isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
     return None

@@ -26,6 +26,7 @@ from rca.incidents.models import (
     IntakeSource,
     Investigation,
 )
+from rca.incidents.results import result_document
 from rca.investigation.narrative import outcome_sentence
 
 TIERS = TIER_CHOICES
@@ -188,18 +189,8 @@ def _stored(value: Any) -> Any:
 
 def outcome_of(investigation: Investigation) -> str | None:
     """The one-sentence outcome of a finished investigation (None until it has succeeded)."""
-    if investigation.status != Investigation.Status.SUCCEEDED:
-        return None
-    progress = investigation.progress if isinstance(investigation.progress, Mapping) else {}
-    result = {
-        "exit": investigation.exit,
-        "root_cause": investigation.named_root_cause(),
-        "chain": _stored(investigation.evidence_chain) or {},
-        "hypotheses": [{"state": h.state} for h in investigation.hypotheses.all()],
-        "gate": _stored(investigation.gate) or {},
-        "stop_reason": progress.get("stop_reason", ""),
-    }
-    return outcome_sentence(result)
+    document = result_document(investigation)
+    return outcome_sentence(document) if document is not None else None
 
 
 # --- models ----------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from types import MappingProxyType
 
 from rca.core.modes import Mode
 from rca.investigation.engine import EngineConfig
-from rca.investigation.registry import ALL_TOOLS
+from rca.tools.registry import ALL_TOOLS
 
 FULL = EngineConfig()
 

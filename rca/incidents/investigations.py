@@ -28,9 +28,10 @@ from rca.incidents.models import ActionProposal, Evidence, Hypothesis, Incident,
 from rca.incidents.outbox import claim, dispatch, keep_alive, still_mine
 from rca.incidents.services import record_audit
 from rca.investigation.anthropic_policy import Spend, policy_factory
+from rca.investigation.document import document_of
 from rca.investigation.engine import EngineConfig, investigate
-from rca.investigation.guidance import RerunPlan
 from rca.investigation.narrative import action_body, action_title
+from rca.investigation.recovery import RerunPlan
 from rca.investigation.result import InvestigationResult
 from rca.telemetry.cases import find_case, load_case
 from rca.telemetry.live.source import LiveConfig, LiveSource
@@ -43,7 +44,7 @@ def queue_investigation(incident: Incident, guidance_from: Investigation | None 
     """Create the next investigation of `incident` and send it to a worker once this commits.
 
     With `guidance_from`, the new run applies that investigation's recovery guidance (see
-    `rca.investigation.guidance.RerunPlan`).
+    `rca.investigation.recovery.RerunPlan`).
     """
     attempt = incident.investigations.count() + 1
     applied = {"from_investigation": guidance_from.pk, **guidance_from.guidance} if guidance_from else {}
@@ -210,9 +211,11 @@ def store_result(
     topology: DependencyGraph | None = None,
     recall: Mapping[str, Any] | None = None,
 ) -> None:
-    """Write the result into the investigation's row, its hypothesis and evidence rows and its proposal,
-    with the dependency graph the engine saw and the recall it started from."""
-    doc = result.to_dict()
+    """Write the result document (`rca.investigation.document`) into the investigation's row, with the
+    fields, hypothesis and evidence rows and proposal taken from it, the dependency graph the engine saw
+    and the recall it started from."""
+    document = document_of(result)
+    doc = document.to_json()
     outcome = doc["outcome"]
     investigation.hypotheses.all().delete()  # a re-run replaces what an interrupted run left
     investigation.proposals.all().delete()
@@ -243,6 +246,7 @@ def store_result(
     investigation.policy_failure = result.policy_failure or ""
     investigation.policy_notes = list(result.policy_notes)
     investigation.recall = dict(recall or {})
+    investigation.result_document = doc
     investigation.projected_at = None  # a re-run's result is projected and indexed again
     investigation.indexed_at = None
     investigation.status = Investigation.Status.SUCCEEDED
@@ -282,8 +286,8 @@ def store_result(
         max_allowed_tier=max_allowed_tier(
             exit_, result.chain.grounding, result.outcome.confidence.mode
         ).value,
-        title=action_title(doc, incident.symptom_entity or incident.title)[:300],
-        body=action_body(doc),
+        title=action_title(document, incident.symptom_entity or incident.title)[:300],
+        body=action_body(document),
     )
     Incident.objects.filter(pk=incident.pk, status=Incident.Status.INVESTIGATING).update(
         status=Incident.Status.OPEN

@@ -205,6 +205,11 @@ class Investigation(models.Model):
     applied_guidance = models.JSONField(
         default=dict, blank=True, help_text="The earlier guidance this re-run applied, and how."
     )
+    # The typed, versioned result (rca.investigation.document): what the pages and the API read. Null for
+    # an investigation stored before it existed (rca.incidents.results rebuilds one from the rows).
+    result_document = models.JSONField(
+        null=True, blank=True, help_text="The result document: conclusion and recorded facts (versioned)."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -1,5 +1,8 @@
 """From where the loop stopped to a conclusion: candidates, frontier, propagation path, evidence
-chain, grounding, capped confidence and action tier."""
+chain, grounding, capped confidence and action tier.
+
+It reads what the tools recorded during the run (`rca.tools.facts.RunFacts`), never the telemetry.
+"""
 
 from __future__ import annotations
 
@@ -10,21 +13,18 @@ import networkx as nx
 
 from rca.core.actions import map_outcome
 from rca.core.gate import GateExit, evaluate
-from rca.core.grounding import Citation, assemble_chain
+from rca.core.grounding import assemble_chain
 from rca.core.hypotheses import Hypothesis, HypothesisState, HypothesisTree
 from rca.core.levels import refined, root_of
 from rca.core.modes import Mode
+from rca.core.path_verification import HopVerification, verify_hop
 from rca.investigation.controller import LoopOutcome, LoopSettings
-from rca.investigation.guidance import SEEDS_RECORDED, guidance_for
-from rca.investigation.path_checks import check_hop
 from rca.investigation.policy import Policy
+from rca.investigation.recovery import SEEDS_RECORDED, guidance_for
 from rca.investigation.result import Belief, Candidate, Hop, InvestigationResult
 from rca.investigation.seed import Suspect
-from rca.tools.base import ToolContext
-from rca.tools.changes import changed_by_onset
-from rca.tools.changes import entity_scores as changes_scores
-from rca.tools.metrics import changed_downstream
-from rca.tools.topology import call_path
+from rca.tools.facts import RunFacts
+from rca.tools.graph import call_path
 
 # Ranking order of beliefs after the loop: what the evidence showed outranks what was not examined.
 _BELIEF_ORDER = {Belief.ORIGIN: 0, Belief.DEFERRED: 1, Belief.SYMPTOM: 2, Belief.HEALTHY: 3}
@@ -83,36 +83,18 @@ def rank_candidates(
     ]
 
 
-def _explained_by_changes(ctx: ToolContext, suspects: Sequence[Suspect]) -> dict[str, list[str]]:
-    """Per entity, the changed services below it whose change looks worse than its own (any change beats
-    none; among changes, the higher changes score): its deviation may be theirs (see `rank_candidates`).
-    A changed entity whose own change looks at least as bad competes with them on its seed score."""
-    changed = changed_by_onset(ctx)
-    if not changed:
-        return {}
-    scores = changes_scores(ctx)
-
-    def weight(e: str) -> tuple[bool, float]:
-        return (e in changed, scores.get(e, 0.0))
-
-    return {
-        s.entity: [d for d in changed_downstream(ctx, s.entity) if weight(d) > weight(s.entity)]
-        for s in suspects
-    }
-
-
-def symptom_reach(ctx: ToolContext) -> frozenset[str] | None:
+def symptom_reach(facts: RunFacts) -> frozenset[str] | None:
     """The alerting entity and every entity its calls reach (None when the graph does not know it)."""
-    g, symptom = ctx.digraph, ctx.alert.entity
+    g, symptom = facts.digraph, facts.symptom
     if symptom not in g:
         return None
     return frozenset({symptom, *nx.descendants(g, symptom)})
 
 
-def explanatory_frontier(ctx: ToolContext, tree: HypothesisTree) -> tuple[str, ...]:
+def explanatory_frontier(facts: RunFacts, tree: HypothesisTree) -> tuple[str, ...]:
     """Validated origins that no other validated origin downstream of them explains."""
     origins = sorted({h.entity for h in tree.validated})
-    g = ctx.digraph
+    g = facts.digraph
     return tuple(
         o
         for o in origins
@@ -120,13 +102,22 @@ def explanatory_frontier(ctx: ToolContext, tree: HypothesisTree) -> tuple[str, .
     )
 
 
-def propagation_path(ctx: ToolContext, tree: HypothesisTree, root: str) -> tuple[Hop, ...]:
+def check_hop(facts: RunFacts, cause: str, effect: str) -> HopVerification:
+    """The forward-verification rules for `cause -> effect` on what the tools observed of both ends:
+    either direction of a call counts as the edge (a fault reaches callers through responses and
+    callees through requests)."""
+    graph = facts.graph
+    edge = graph.has_edge(effect, cause) or graph.has_edge(cause, effect)
+    return verify_hop(edge, facts.observe(cause), facts.observe(effect))
+
+
+def propagation_path(facts: RunFacts, tree: HypothesisTree, root: str) -> tuple[Hop, ...]:
     """Hops from the root cause to the alerting symptom, each with the evidence about its two ends and
     its forward verification (kept when a rule fails, marked unverified with the rule)."""
-    symptom = ctx.alert.entity
+    symptom = facts.symptom
     if root == symptom:
         return ()
-    calls = call_path(ctx.graph, symptom, root)
+    calls = call_path(facts.graph, symptom, root)
     chain = list(reversed(calls)) if calls else [root, symptom]
     about: dict[str, list[str]] = {}
     for h in tree.hypotheses:
@@ -134,20 +125,19 @@ def propagation_path(ctx: ToolContext, tree: HypothesisTree, root: str) -> tuple
     hops = []
     for cause, effect in pairwise(chain):
         seen = tuple(about.get(cause, [])[:3] + about.get(effect, [])[:3])
-        hops.append(Hop(cause, effect, calls is not None, seen, check_hop(ctx, cause, effect)))
+        hops.append(Hop(cause, effect, calls is not None, seen, check_hop(facts, cause, effect)))
     return tuple(hops)
 
 
 def conclude(
-    ctx: ToolContext,
+    facts: RunFacts,
     loop: LoopOutcome,
     suspects: Sequence[Suspect],
     settings: LoopSettings,
     policy: Policy,
-    citations: Sequence[Citation],
     cap_mode: Mode,
 ) -> InvestigationResult:
-    """Assemble the result of one investigation."""
+    """Assemble the result of one investigation from where its loop stopped and what its tools recorded."""
     tree = loop.tree
     gate = evaluate(tree, loop.wants_to_finish, loop.turns, loop.elapsed_s, settings.budget)
     named: Hypothesis | None
@@ -161,34 +151,34 @@ def conclude(
         named = root_of(tree, named)
     if policy.failure is not None:  # a policy that failed closed names nothing, whatever was proven
         named, exit_ = None, GateExit.NO_CONFIDENT_ROOT_CAUSE
-    explained_by = _explained_by_changes(ctx, suspects)
+    explained_by = facts.changes.explaining(facts.digraph, [s.entity for s in suspects])
     # The same service, named as deep as its levels' leaders reach (fault kind, detail).
     deepest = refined(tree, named, settings.levels) if named is not None else None
-    candidates = rank_candidates(suspects, loop, deepest, explained_by, symptom_reach(ctx))
+    candidates = rank_candidates(suspects, loop, deepest, explained_by, symptom_reach(facts))
     root = next((c for c in candidates if named is not None and c.entity == named.entity), None)
     score_of: Mapping[str, Suspect] = {s.entity: s for s in suspects}
     margin = _margin(candidates) if root is not None else 0.0
-    path = propagation_path(ctx, tree, root.entity) if root else ()
+    path = propagation_path(facts, tree, root.entity) if root else ()
     route = [root.entity, *[h.effect for h in path]] if root else []
     chain = assemble_chain(
         tree,
         named_entity=root.entity if root else None,
         path=route,
-        changes=citations,
-        onset=ctx.onset,
+        changes=facts.citations,
+        onset=facts.onset,
         subscores=score_of[root.entity].subscores if root and root.entity in score_of else None,
     )
     confidence = policy.confidence(tree, named, margin)
     if policy.failure is not None and named is not None:
         # It failed closed while rating this conclusion: conclude again, now naming nothing.
-        return conclude(ctx, loop, suspects, settings, policy, citations, cap_mode)
+        return conclude(facts, loop, suspects, settings, policy, cap_mode)
     if not settings.gate_mode.governs and named is not None and confidence == 0.0:
         confidence = round(0.5 + 0.4 * margin, 4)  # the legacy run trusts its own ranking
     outcome = map_outcome(exit_, confidence, chain.grounding, cap_mode)
     return InvestigationResult(
         policy=policy.name,
-        symptom=ctx.alert.entity,
-        onset=ctx.onset,
+        symptom=facts.symptom,
+        onset=facts.onset,
         gate=gate,
         gate_mode=settings.gate_mode,
         exit="confident" if exit_ is GateExit.CONFIDENT else "no_confident_root_cause",
@@ -204,7 +194,7 @@ def conclude(
         hypotheses=tree.hypotheses,
         candidates=tuple(candidates),
         root_cause=root,
-        frontier=explanatory_frontier(ctx, tree),
+        frontier=explanatory_frontier(facts, tree),
         path=path,
         chain=chain,
         outcome=outcome,
@@ -217,10 +207,11 @@ def conclude(
         policy_failure=policy.failure,
         policy_notes=policy.notes,
         guidance=(
-            guidance_for(ctx, tree, loop.control.decision.state, suspects, policy.failure is not None)
+            guidance_for(facts, tree, loop.control.decision.state, suspects, policy.failure is not None)
             if exit_ is GateExit.NO_CONFIDENT_ROOT_CAUSE
             else None
         ),
+        facts=facts,
     )
 
 

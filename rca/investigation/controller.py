@@ -22,11 +22,11 @@ from rca.core.hypotheses import Conclusion, Hypothesis, HypothesisTree
 from rca.core.levels import DEFAULT_LEVELS, LevelSettings, backtrack, drill_target, level_of
 from rca.core.modes import Mode
 from rca.investigation.policy import LoopView, Policy
-from rca.investigation.refinement import children_below, tools_for
+from rca.investigation.refinement import children_below
 from rca.investigation.result import Belief, Step
 from rca.investigation.seed import Suspect, hypothesis_for
 from rca.tools.base import Capture, EvidenceCapturingTool, Tool, ToolContext
-from rca.tools.stats import KNEE, UNREMARKABLE
+from rca.tools.registry import examiners
 
 Progress = Callable[[int, str, int], None]  # turn, last tool, hypotheses so far
 
@@ -63,23 +63,15 @@ def _label(captures: list[Capture]) -> Belief:
     verdicts = [c.evidence.verdict for c in captures]
     if Verdict.SUPPORTS in verdicts:
         return Belief.ORIGIN
-    for c in captures:
-        raw, own = c.result.measurements.get("z"), c.result.measurements.get("own_z")
-        if isinstance(raw, float) and isinstance(own, float) and raw >= KNEE > own:
-            return Belief.SYMPTOM  # it moved, but a callee shows the same
+    if any(c.result.inherited for c in captures):
+        return Belief.SYMPTOM  # it moved, but a callee shows the same
     # A tool that saw the entity move but could not decide (a score in its contested band) keeps it
     # open: one lane's fault (a code defect in the logs) may leave the other lanes quiet.
-    moved = any(c.evidence.verdict is Verdict.INCONCLUSIVE and _score_of(c) >= UNREMARKABLE for c in captures)
+    moved = any(c.evidence.verdict is Verdict.INCONCLUSIVE and c.result.moved for c in captures)
     decisive = [v for v in verdicts if v is not Verdict.INCONCLUSIVE]
     if decisive and not moved and all(v is Verdict.REFUTES for v in decisive):
         return Belief.HEALTHY
     return Belief.DEFERRED
-
-
-def _score_of(capture: Capture) -> float:
-    """The tool's anomaly score (0 when it gave none, as topology does)."""
-    score = capture.result.signals.get("anomaly_score")
-    return float(score) if isinstance(score, int | float) else 0.0
 
 
 class Controller:
@@ -226,7 +218,7 @@ class Controller:
                 hypotheses[child.id] = child
                 priority[child.id] = child.prior
                 visited.add(child.id)  # examined here, never again from the frontier
-                captures = [self.tools[name](self.ctx, child) for name in tools_for(child, available)]
+                captures = [self.tools[name](self.ctx, child) for name in examiners(child, available)]
                 steps.append(
                     _step(
                         turn,

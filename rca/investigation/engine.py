@@ -11,12 +11,11 @@ from rca.core.modes import Mode
 from rca.investigation.conclusion import conclude
 from rca.investigation.controller import Controller, LoopSettings, Progress
 from rca.investigation.policy import OfflinePolicy, Policy
-from rca.investigation.registry import ALL_TOOLS, modalities_for, tools_for
 from rca.investigation.result import InvestigationResult
 from rca.investigation.seed import seed
 from rca.telemetry.model import Alert, TelemetrySource, TimeWindow
 from rca.tools.base import ToolContext
-from rca.tools.changes import citations
+from rca.tools.registry import ALL_TOOLS, instances, record_facts, seedings, usable
 
 MINUTE = 60.0
 
@@ -64,11 +63,12 @@ def investigate(
     clock: Callable[[], float] = time.monotonic,
     progress: Progress | None = None,
 ) -> InvestigationResult:
-    """Investigate one incident: seed suspects, run the gated loop, conclude."""
+    """Investigate one incident: seed suspects, run the gated loop, conclude from what the tools recorded."""
     incident, baseline = windows(source, alert.fired_at, config)
     ctx = ToolContext(source, alert, incident, baseline, source.topology())
     available = source.modalities()
-    suspects = seed(ctx, modalities_for(config.tools, available), priors, config.blame_propagation)
+    specs = usable(config.tools, available)
+    suspects = seed(ctx, seedings(specs), priors, config.blame_propagation)
     settings = LoopSettings(
         budget=GateBudget(max_turns=config.max_turns, wall_clock_s=config.wall_clock_s),
         gate_mode=config.gate_mode,
@@ -77,6 +77,7 @@ def investigate(
         refine=config.refine,
     )
     chosen = policy or config.policy()
-    controller = Controller(ctx, chosen, tools_for(config.tools, available), settings, clock, progress)
+    controller = Controller(ctx, chosen, instances(specs), settings, clock, progress)
     loop = controller.run(suspects)
-    return conclude(ctx, loop, suspects, settings, chosen, citations(ctx), config.cap_mode)
+    facts = record_facts(ctx, specs, available)
+    return conclude(facts, loop, suspects, settings, chosen, config.cap_mode)

@@ -55,6 +55,14 @@ class Modality(StrEnum):
     CHANGES = "changes"
 
 
+class Direction(StrEnum):
+    """Which way a signal goes bad: latency and errors up, success rates down, some either way."""
+
+    UP = "up"
+    DOWN = "down"
+    BOTH = "both"
+
+
 class Severity(StrEnum):
     """Log severity, after OpenTelemetry's severity ranges (TRACE..FATAL)."""
 
@@ -263,6 +271,32 @@ class Alert:
     labels: Mapping[str, str] = field(default_factory=dict)
 
 
+# A log statement id as logback's `%logger#%line` writes it: a (dotted) logger name glued to a line number
+# (`com.example.OrderService#88`), exactly one statement of the code.
+LOGBACK_STATEMENT = r"(?<![\w.$])((?:[A-Za-z_$][\w$]*\.)*[A-Z][\w$]*#\d+)\b"
+# A version token inside a Kubernetes pod name that carries its release (`<service>-v<n>-<hash>-<pod>`).
+VERSIONED_POD = r"(?:^|-)v(\d+)(?:-|$)"
+
+
+@dataclass(frozen=True)
+class Conventions:
+    """How a source writes the identifiers the tools recognise: declared by the source (a recorded
+    loader from its dataset's format, a live source from its configuration), never assumed by a tool.
+
+    Attributes:
+        statement_id: a regex whose group 1 is a log statement id (e.g. `LOGBACK_STATEMENT`); None when
+            log lines name no statement.
+        trace_markers: labels written before a trace or span id inside a log body (`trace_id=`); a
+            quoted template leaves them out.
+        version_token: a regex whose group 1 is the version number inside an instance name (e.g.
+            `VERSIONED_POD`); None when instance names carry no version.
+    """
+
+    statement_id: str | None = None
+    trace_markers: tuple[str, ...] = ()
+    version_token: str | None = None
+
+
 class TelemetryError(RuntimeError):
     """A backend could not answer; the message names the backend and the reason."""
 
@@ -278,7 +312,10 @@ class TelemetrySource(Protocol):
 
     Every query names an entity and/or a window so that the engine never loads more than it asks
     for. Live sources raise `TelemetryError` when a backend is unreachable; recorded sources never do.
+    `conventions` declares the source's identifier formats.
     """
+
+    conventions: Conventions
 
     def modalities(self) -> frozenset[Modality]:
         """Which kinds of telemetry this source can answer."""

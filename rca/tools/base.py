@@ -1,5 +1,6 @@
-"""The evidence tools' common ground: the investigation context, tool results, and the
-EvidenceCapturingTool decorator that turns every tool call into provenance-tagged evidence.
+"""The evidence tools' common ground: the investigation context, tool results, the
+EvidenceCapturingTool decorator that turns every tool call into provenance-tagged evidence, and the
+`ToolSpec` each tool declares itself with (see `rca.tools.registry`).
 
 A tool answers one question about one hypothesis ("is `entity` the origin of a `fault_kind`
 fault?") and returns two kinds of numbers: `signals`, the decisive ones the core's verdict
@@ -11,7 +12,8 @@ mistaken for a fault signal).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol
@@ -22,7 +24,11 @@ from rca.core.evidence import Evidence, EvidenceSink, SignalValue, Source, Verdi
 from rca.core.hypotheses import Hypothesis
 from rca.core.redact import redact
 from rca.core.verdict import ToolOutput, classify
-from rca.telemetry.model import Alert, DependencyGraph, TelemetryError, TelemetrySource, TimeWindow
+from rca.telemetry.model import Alert, DependencyGraph, Modality, TelemetryError, TelemetrySource, TimeWindow
+from rca.tools.facts import RunRecord
+from rca.tools.faults import FaultKind
+from rca.tools.graph import as_digraph
+from rca.tools.stats import KNEE, UNREMARKABLE
 
 log = logging.getLogger(__name__)
 
@@ -40,12 +46,11 @@ class ToolContext:
     baseline: TimeWindow  # normal behaviour to compare with
     graph: DependencyGraph
     cache: dict[str, Any] = field(default_factory=dict)
+    record: RunRecord = field(default_factory=RunRecord)  # the facts the tools record for later stages
 
     @cached_property
     def digraph(self) -> nx.DiGraph:
         """The dependency graph as networkx, built once per investigation (read-only by convention)."""
-        from rca.tools.topology import as_digraph  # imported here: topology imports this module
-
         return as_digraph(self.graph)
 
     @property
@@ -63,6 +68,25 @@ class ToolResult:
     measurements: Mapping[str, SignalValue] = field(default_factory=dict)
     ok: bool = True
     error: str | None = None
+
+    @property
+    def anomaly_score(self) -> float:
+        """The decisive anomaly score (0 when the tool gave none, as topology does)."""
+        score = self.signals.get("anomaly_score")
+        return float(score) if isinstance(score, int | float) else 0.0
+
+    @property
+    def moved(self) -> bool:
+        """Whether the tool saw the entity move past its refutation line (a score it could not decide on
+        is in its contested band, not a clearance)."""
+        return self.anomaly_score >= UNREMARKABLE
+
+    @property
+    def inherited(self) -> bool:
+        """Whether the entity moved past the noise knee but a callee shows the same (its own share did
+        not)."""
+        raw, own = self.measurements.get("z"), self.measurements.get("own_z")
+        return isinstance(raw, float) and isinstance(own, float) and raw >= KNEE > own
 
 
 class Tool(Protocol):
@@ -136,3 +160,60 @@ class EvidenceCapturingTool:
         self.sink.record(evidence)
         log.debug("%s on %s -> %s", self.tool.name, hypothesis.id, evidence.verdict)
         return Capture(result, evidence)
+
+
+ScoreFn = Callable[[ToolContext], Mapping[str, float]]
+KindFn = Callable[[ToolContext, str], FaultKind | None]
+
+
+@dataclass(frozen=True)
+class Seeding:
+    """A tool's contribution to seeding: per-entity own-origin scores (z-like, >= 0) and a kind hint.
+
+    `weight` says how directly the tool isolates an origin: a canary comparison of a service's new and
+    old versions under the same traffic is a controlled experiment, where a before/after deviation is
+    confounded by everything that propagates. `reads` names the tools whose facts the scores read when
+    they were recorded (those tools seed first).
+    """
+
+    scores: ScoreFn
+    kind_hint: KindFn
+    weight: float = 1.0
+    reads: tuple[str, ...] = ()
+
+    def weighed(self, z: float) -> float:
+        """What an entity's score counts for in the ranking: `weight` times log1p of the score above the
+        noise knee (monotone, bounded growth, so one extreme score cannot drown the others)."""
+        if not math.isfinite(z):
+            z = 1e6 if z > 0 else 0.0
+        return self.weight * math.log1p(max(0.0, z - KNEE))
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """How an evidence tool declares itself, next to its code; `rca.tools.registry` lists them.
+
+    Attributes:
+        name: the tool's name (its package's).
+        source: the evidence lane its records carry.
+        make: builds the tool.
+        needs: the telemetry it reads, any one of these (empty: none, it always runs).
+        seeding: its share of the suspect ranking, if any.
+        examines: the fault kinds whose kind-level hypotheses its answer speaks to on its own.
+        checks: the details (`instance`, `metric`, `change`, ...) whose hypotheses it checks.
+        kinds: the fault kinds its telemetry makes plausible at an entity (refining a service).
+        details: the details its telemetry names below an entity's fault kind (refining a kind).
+        record: records, once the loop has ended, the facts the conclusion needs from it (hop
+            observations, change facts); facts it records as it runs need no hook.
+    """
+
+    name: str
+    source: Source
+    make: Callable[[], Tool]
+    needs: frozenset[Modality] = frozenset()
+    seeding: Seeding | None = None
+    examines: frozenset[str] = frozenset()
+    checks: frozenset[str] = frozenset()
+    kinds: Callable[[ToolContext, str], Sequence[FaultKind]] | None = None
+    details: Callable[[ToolContext, str, FaultKind], Sequence[str]] | None = None
+    record: Callable[[ToolContext], None] | None = None

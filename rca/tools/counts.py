@@ -42,7 +42,7 @@ ONSET_LAG = 120.0
 LOOKBACK = 12 * 3600.0
 
 
-class Mode(StrEnum):
+class ReferenceKind(StrEnum):
     """Where the reference behaviour comes from."""
 
     BASELINE = "baseline"  # the baseline window
@@ -55,18 +55,18 @@ class Mode(StrEnum):
 class Comparison:
     """The reference and observed periods of one analysis, clipped to where data exists."""
 
-    mode: Mode
+    kind: ReferenceKind
     reference: TimeWindow | None
     observed: TimeWindow
 
     @property
     def note(self) -> str:
         """A few words for summaries on how the comparison was made."""
-        if self.mode is Mode.BASELINE:
+        if self.kind is ReferenceKind.BASELINE:
             return "vs baseline"
-        if self.mode is Mode.PRE_ONSET:
+        if self.kind is ReferenceKind.PRE_ONSET:
             return "vs pre-onset records (baseline empty)"
-        if self.mode is Mode.LATER:
+        if self.kind is ReferenceKind.LATER:
             return "vs a later recording (nothing before onset)"
         return "vs other services (no pre-onset data)"
 
@@ -97,7 +97,7 @@ def comparison(
     """
     t = np.asarray(times, dtype=np.float64)
     if t.size == 0:
-        return Comparison(Mode.PEERS, None, ctx.incident)
+        return Comparison(ReferenceKind.PEERS, None, ctx.incident)
     first, last = float(t.min()), float(np.nextafter(t.max(), math.inf))
     keys = None if entities is None else np.asarray(entities, dtype=object)
 
@@ -122,18 +122,18 @@ def comparison(
         and base.end <= observed.start + 1e-9
         and enough(base, observed)
     ):
-        return Comparison(Mode.BASELINE, base, observed)
+        return Comparison(ReferenceKind.BASELINE, base, observed)
     for split in (lagged, onset):
         if split <= first:
             continue
         pre = TimeWindow(first, split)
         post = _clip(TimeWindow(split, ctx.incident.end), first, last)
         if post is not None and enough(pre, post):
-            return Comparison(Mode.PRE_ONSET, pre, post)
+            return Comparison(ReferenceKind.PRE_ONSET, pre, post)
     later = TimeWindow(ctx.incident.end, max(ctx.incident.end, last))
     if observed is not None and enough(later, observed):
-        return Comparison(Mode.LATER, later, observed)
-    return Comparison(Mode.PEERS, None, _clip(ctx.incident, first, last) or ctx.incident)
+        return Comparison(ReferenceKind.LATER, later, observed)
+    return Comparison(ReferenceKind.PEERS, None, _clip(ctx.incident, first, last) or ctx.incident)
 
 
 def fetch_compared(
@@ -152,12 +152,12 @@ def fetch_compared(
 
     frame = fetch(TimeWindow(start, end))
     cmp = compare(frame)
-    if cmp.mode is not Mode.BASELINE and start > ctx.incident.start - LOOKBACK:
+    if cmp.kind is not ReferenceKind.BASELINE and start > ctx.incident.start - LOOKBACK:
         earlier = fetch(TimeWindow(ctx.incident.start - LOOKBACK, start))
         if not earlier.empty:
             frame = pd.concat([earlier, frame], ignore_index=True)
             cmp = compare(frame)
-    if cmp.mode is Mode.PEERS:
+    if cmp.kind is ReferenceKind.PEERS:
         later = fetch(TimeWindow(end, ctx.incident.end + LOOKBACK))
         if not later.empty:
             frame = pd.concat([frame, later], ignore_index=True)

@@ -17,7 +17,7 @@ import numpy as np
 import ruptures
 
 from rca.core.verdict import DEFAULT_THRESHOLDS
-from rca.telemetry.model import FloatArray, MetricSeries
+from rca.telemetry.model import Direction, FloatArray, MetricSeries
 
 MAD_TO_SIGMA = 1.4826
 # A baseline's spread is never taken below this share of its level (flat series, quantised data).
@@ -47,14 +47,6 @@ class Family(StrEnum):
     DOWNSTREAM = "downstream"  # client-side measures of calls an entity makes (its callees' view)
 
 
-class Direction(StrEnum):
-    """Which way is bad."""
-
-    UP = "up"
-    DOWN = "down"
-    BOTH = "both"
-
-
 _FAMILY_RULES: tuple[tuple[re.Pattern[str], Family, Direction], ...] = (
     (re.compile(r"^client_"), Family.DOWNSTREAM, Direction.UP),
     (re.compile(r"success|availability"), Family.ERRORS, Direction.DOWN),
@@ -64,7 +56,7 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], Family, Direction], ...] = (
     (re.compile(r"mem"), Family.MEMORY, Direction.UP),
     (re.compile(r"network|net_|_bytes"), Family.NETWORK, Direction.BOTH),
     (re.compile(r"syscall|disk|io_"), Family.IO, Direction.BOTH),
-    (re.compile(r"request|workload|throughput|lod|qps|rps"), Family.TRAFFIC, Direction.BOTH),
+    (re.compile(r"request|workload|throughput|qps|rps"), Family.TRAFFIC, Direction.BOTH),
 )
 
 

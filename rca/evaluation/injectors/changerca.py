@@ -38,8 +38,8 @@ from rca.evaluation.inject import (
     utc,
 )
 from rca.telemetry.cases import read_index
-from rca.telemetry.model import TimeWindow
-from rca.telemetry.recorded.alerting import Direction, Signal
+from rca.telemetry.model import Direction, TimeWindow
+from rca.telemetry.recorded.alerting import Signal
 from rca.telemetry.recorded.changerca import FRONT_END, STEP, _read_dependency, read_record, releases
 from rca.telemetry.recorded.changerca import _read_table as _read
 

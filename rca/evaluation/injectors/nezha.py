@@ -46,8 +46,8 @@ from rca.evaluation.inject import (
     utc,
 )
 from rca.telemetry.cases import CaseRef, load_case, read_index
-from rca.telemetry.model import TimeWindow
-from rca.telemetry.recorded.alerting import Direction, Signal
+from rca.telemetry.model import Direction, TimeWindow
+from rca.telemetry.recorded.alerting import Signal
 from rca.telemetry.recorded.nezha import ENTRY, MINUTE, _day, service_of
 from rca.telemetry.recorded.source import parse_go_times
 

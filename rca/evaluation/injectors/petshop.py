@@ -34,8 +34,8 @@ from rca.evaluation.inject import (
     step_profile,
     utc,
 )
-from rca.telemetry.model import TimeWindow
-from rca.telemetry.recorded.alerting import Direction, Signal
+from rca.telemetry.model import Direction, TimeWindow
+from rca.telemetry.recorded.alerting import Signal
 from rca.telemetry.recorded.petshop import FRONT_END, STEP, _read_graph, _read_metrics
 
 ISSUE_ROWS = 5  # the dataset's issue files hold 5 rows (25 minutes)
@@ -185,21 +185,29 @@ def _apply(
             for col in _columns(frame, node, "availability"):
                 frame[col] = frame[col] * (1.0 - np.clip(d.magnitude * profile * d.jitter(n), 0.0, 1.0))
     elif fault.kind is Kind.OVERLOAD:
-        k = d.magnitude
-        throttled = max(0.0, 1.0 - CAPACITY / k)
-        for col in _columns(frame, entity, "requests"):
-            frame[col] = frame[col] * (1.0 + (k - 1.0) * profile * d.jitter(n))
-        # The admitted requests queue at the saturated resource: their wait grows with the overload.
-        added = {}
-        for col in _columns(frame, entity, "latency"):
-            before = frame[col].to_numpy(dtype=np.float64)
-            after = before * (1.0 + (k / CAPACITY) * profile * d.jitter(n))
-            added[col[2]] = np.nan_to_num(after - before)
-            frame[col] = after
-        sufferers = set(path) | set(g.predecessors(entity))
-        for node in sufferers:
-            for col in _columns(frame, node, "availability"):
-                frame[col] = frame[col] * (1.0 - throttled * profile)
-            if node != entity:
-                for col in _columns(frame, node, "latency"):
-                    frame[col] = frame[col] + added.get(col[2], 0.0)
+        _overload(frame, entity, path, g, profile, d)
+
+
+def _overload(
+    frame: pd.DataFrame, entity: str, path: tuple[str, ...], g: nx.DiGraph, profile: np.ndarray, d: Draw
+) -> None:
+    """An overload of `entity`: more requests, admitted ones waiting longer, the rest throttled."""
+    n = len(frame)
+    k = d.magnitude
+    throttled = max(0.0, 1.0 - CAPACITY / k)
+    for col in _columns(frame, entity, "requests"):
+        frame[col] = frame[col] * (1.0 + (k - 1.0) * profile * d.jitter(n))
+    # The admitted requests queue at the saturated resource: their wait grows with the overload.
+    added = {}
+    for col in _columns(frame, entity, "latency"):
+        before = frame[col].to_numpy(dtype=np.float64)
+        after = before * (1.0 + (k / CAPACITY) * profile * d.jitter(n))
+        added[col[2]] = np.nan_to_num(after - before)
+        frame[col] = after
+    sufferers = set(path) | set(g.predecessors(entity))
+    for node in sufferers:
+        for col in _columns(frame, node, "availability"):
+            frame[col] = frame[col] * (1.0 - throttled * profile)
+        if node != entity:
+            for col in _columns(frame, node, "latency"):
+                frame[col] = frame[col] + added.get(col[2], 0.0)

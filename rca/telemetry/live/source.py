@@ -19,6 +19,7 @@ from rca.integrations.http import BackendError, Credentials, HttpClient, RetryPo
 from rca.integrations.protocols import EventsConnector, LogsConnector, MetricsConnector, TracesConnector
 from rca.integrations.registry import TELEMETRY, System
 from rca.telemetry.model import (
+    Conventions,
     DependencyGraph,
     Event,
     LogRecord,
@@ -102,8 +103,11 @@ class LiveSource:
     """TelemetrySource over live backends.
 
     A backend that is not configured contributes nothing (and its modality is absent); one that
-    fails raises TelemetryError naming it, for the engine to record as an inconclusive result.
+    fails raises TelemetryError naming it, for the engine to record as an inconclusive result. It
+    declares no identifier formats (`Conventions`): the tools assume none of a live system's.
     """
+
+    conventions = Conventions()
 
     def __init__(
         self,

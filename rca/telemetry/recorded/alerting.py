@@ -21,23 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
 import numpy as np
 
-from rca.telemetry.model import Alert, FloatArray, TimeWindow
+from rca.telemetry.model import Alert, Direction, FloatArray, TimeWindow
 
 THRESHOLD = 4.0
 MAD_TO_SIGMA = 1.4826
 RELATIVE_FLOOR = 0.025
-
-
-class Direction(StrEnum):
-    """Which way a signal goes bad."""
-
-    UP = "up"
-    DOWN = "down"
-    BOTH = "both"
 
 
 @dataclass(frozen=True)

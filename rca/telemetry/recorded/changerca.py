@@ -36,12 +36,14 @@ from typing import Any
 
 import pandas as pd
 
-from rca.telemetry.model import Alert, DependencyGraph, Event, EventKind
+from rca.telemetry.model import VERSIONED_POD, Alert, Conventions, DependencyGraph, Event, EventKind
 from rca.telemetry.recorded import CaseRef, RecordedCase, case_files, parse_alert_hint, reading, time_span
 from rca.telemetry.recorded.source import ColumnSpec, RecordedSource, TableRecording, parse_go_times
 from rca.telemetry.topology import graph_from_edges
 
 FRONT_END = "frontend"
+# Pods are named `<service>-v<n>-<replicaset>-<pod>`: the version a pod runs is in its name.
+CONVENTIONS = Conventions(version_token=VERSIONED_POD)
 STEP = 60.0
 _IP = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
 _POD_FILE = re.compile(
@@ -270,6 +272,7 @@ def load(data_dir: Path, ref: CaseRef) -> RecordedCase:
         graph=lambda: _read_dependency(dep_path, services),
         recordings=[TableRecording(window, specs, lambda key: _read_table(key))],
         change_events=events,
+        conventions=CONVENTIONS,
     )
     return RecordedCase(ref=ref, source=source, alert=_alert(ref, record, record_path), window=window)
 

@@ -38,9 +38,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rca.telemetry.model import Alert, DependencyGraph, Severity, SpanKind, SpanStatus, TimeWindow
+from rca.telemetry.model import (
+    LOGBACK_STATEMENT,
+    Alert,
+    Conventions,
+    DependencyGraph,
+    Direction,
+    Severity,
+    SpanKind,
+    SpanStatus,
+    TimeWindow,
+)
 from rca.telemetry.recorded import CaseRef, RecordedCase, case_files, parse_alert_hint, reading, time_span
-from rca.telemetry.recorded.alerting import Direction, Signal, detect_alert
+from rca.telemetry.recorded.alerting import Signal, detect_alert
 from rca.telemetry.recorded.source import (
     LOG_COLUMNS,
     SPAN_COLUMNS,
@@ -57,6 +67,9 @@ BASELINE_BEFORE = 30 * MINUTE
 AFTER = 10 * MINUTE
 OB_WARMUP = 10 * MINUTE
 ENTRY = {"TrainTicket": "ts-gateway-service", "OnlineBoutique": "frontend"}
+# The services log through logback with `%logger#%line`, followed by the request's `TraceID: <id>
+# SpanID: <id>` (the log format of the recorded applications).
+CONVENTIONS = Conventions(statement_id=LOGBACK_STATEMENT, trace_markers=("TraceID:", "SpanID:"))
 _IP = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
 _MINUTE_FILE = re.compile(r"(?P<kind>log|trace)/(?P<hh>\d{2})_(?P<mm>\d{2})_(?:log|trace)\.csv\.gz$")
 _DAY = re.compile(r"(\d{4}-\d{2}-\d{2})")
@@ -396,6 +409,7 @@ def load(data_dir: Path, ref: CaseRef) -> RecordedCase:
         recordings=[TableRecording(metric_range, specs, _read_metric_table)],
         log_loader=log_loader,
         span_loader=span_loader,
+        conventions=CONVENTIONS,
     )
     alert = _alert(ref, source, window, entry, bool(minutes))
     return RecordedCase(ref=ref, source=source, alert=alert, window=window)

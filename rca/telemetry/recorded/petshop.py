@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rca.telemetry.model import Alert, DependencyGraph, TimeWindow
+from rca.telemetry.model import Alert, DependencyGraph, Direction, TimeWindow
 from rca.telemetry.recorded import CaseRef, RecordedCase, case_files, parse_alert_hint, reading, time_span
-from rca.telemetry.recorded.alerting import Direction, Signal, detect_alert
+from rca.telemetry.recorded.alerting import Signal, detect_alert
 from rca.telemetry.recorded.source import ColumnSpec, RecordedSource, TableRecording
 from rca.telemetry.topology import graph_from_edges
 

@@ -18,6 +18,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from rca.telemetry.model import (
+    Conventions,
     DependencyGraph,
     Event,
     LogRecord,
@@ -156,6 +157,7 @@ class RecordedSource:
             recording) are read only when a query window overlaps them.
         log_loader / span_loader: return normalised frames (`LOG_COLUMNS` / `SPAN_COLUMNS`) for a window.
         baseline: where normal behaviour is recorded; None means "the part of `range` before onset".
+        conventions: the identifier formats the dataset writes (statement ids, trace markers, versions).
     """
 
     name: str
@@ -166,6 +168,7 @@ class RecordedSource:
     span_loader: FrameLoader | None = None
     change_events: Sequence[Event] = ()
     baseline: TimeWindow | None = None
+    conventions: Conventions = field(default_factory=Conventions)
     _topology: DependencyGraph | None = field(default=None, init=False, repr=False)
 
     # --- TelemetrySource protocol -------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Rows for API tests: users with roles, incidents, finished investigations and proposals.
 
-Investigations are written as the engine's `store_result` would leave them (the stored JSON follows
-`InvestigationResult.to_dict`), without running the engine.
+Investigations are written as the engine's `store_result` left them before the result document
+existed (rows and JSON fields only, in the document's shapes), without running the engine; the pages
+and the API read them through `rca.incidents.results`.
 """
 
 from __future__ import annotations

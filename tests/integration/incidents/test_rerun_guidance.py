@@ -9,7 +9,7 @@ from django.core.management import call_command
 
 from rca.incidents.investigations import queue_investigation, run_investigation
 from rca.incidents.models import Incident
-from rca.investigation.guidance import EXTRA_TURNS, WIDEN_FACTOR
+from rca.investigation.recovery import EXTRA_TURNS, WIDEN_FACTOR
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 DATA = Path(__file__).resolve().parents[4] / "shared" / "data"

@@ -26,12 +26,14 @@ from rca.core.actions import ActionTier, OutcomeKind
 from rca.core.evidence import Source
 from rca.core.hypotheses import Hypothesis, HypothesisState, derive_state
 from rca.core.redact import redact
-from rca.investigation import engine, registry
+from rca.investigation import engine
 from rca.investigation.anthropic_policy import SYSTEM, AnthropicPolicy, Spend, frame, policy_factory
+from rca.investigation.document import document_of
 from rca.investigation.engine import EngineConfig, investigate
 from rca.investigation.policy import OfflinePolicy
 from rca.investigation.result import InvestigationResult
 from rca.telemetry.cases import RecordedCase, load_case, read_index
+from rca.tools import registry
 from rca.tools.base import ToolContext, ToolResult
 from tests.unit.investigation.scenario import build, propagate_latency
 
@@ -211,7 +213,7 @@ def test_refusal_hands_over_to_the_offline_policy() -> None:
     assert any("refused" in n for n in result.policy_notes)
     assert result.root_cause == offline.root_cause
     assert result.policy_failure is None
-    assert result.to_dict()["policy"] == "anthropic->offline"
+    assert document_of(result).to_json()["policy"] == "anthropic->offline"
 
 
 def test_rate_limit_is_retried_after_the_servers_delay() -> None:
@@ -236,7 +238,7 @@ def test_overload_exhausting_the_retries_hands_over_to_the_offline_policy() -> N
     )
     assert result.root_cause == offline.root_cause
     assert result.outcome == offline.outcome
-    assert result.to_dict()["policy_notes"] == list(result.policy_notes)
+    assert document_of(result).to_json()["policy_notes"] == list(result.policy_notes)
 
 
 def test_an_invalid_tool_call_is_answered_with_an_error_and_the_next_one_counts() -> None:
@@ -322,7 +324,7 @@ def test_budget_spent_fails_closed_to_no_confident_root_cause() -> None:
     assert result.stop_reason == "the policy failed closed: token budget spent (1600 of 1500 tokens)"
     assert result.outcome.kind is OutcomeKind.NO_CONFIDENT_ROOT_CAUSE
     assert result.outcome.confidence.raw == 0.0
-    assert result.to_dict()["policy_failure"] == result.policy_failure
+    assert document_of(result).to_json()["policy_failure"] == result.policy_failure
 
 
 def test_budget_spent_while_rating_names_nothing_even_when_proven() -> None:
@@ -382,10 +384,8 @@ class HostileLogs:
 
 
 def _hostile_run(monkeypatch: pytest.MonkeyPatch) -> tuple[InvestigationResult, list[dict[str, Any]]]:
-    real = registry.tools_for
-    monkeypatch.setattr(
-        engine, "tools_for", lambda enabled, available: {**real(enabled, available), "logs": HostileLogs()}
-    )
+    real = registry.instances
+    monkeypatch.setattr(engine, "instances", lambda specs: {**real(specs), "logs": HostileLogs()})
     # an entity named after an address, as label values sometimes are
     source, alert = build([*CHAIN, ("checkout", "ops@example.com")], _payment_cpu())
     with replay("hostile") as run:

@@ -7,6 +7,7 @@ from dataclasses import replace
 from rca.core.actions import ActionTier, OutcomeKind
 from rca.core.grounding import Grounding
 from rca.core.modes import Mode
+from rca.investigation.document import document_of
 from rca.investigation.engine import EngineConfig, investigate
 from rca.investigation.result import Belief
 from rca.telemetry.model import Event, EventKind
@@ -100,9 +101,9 @@ def test_change_citation_grounds_the_conclusion() -> None:
 
 def test_deterministic_and_byte_identical() -> None:
     source, alert = build(CHAIN, cpu_in_payment())
-    first = investigate(source, alert).to_dict()
+    first = document_of(investigate(source, alert)).to_json()
     source, alert = build(CHAIN, cpu_in_payment())
-    second = investigate(source, alert).to_dict()
+    second = document_of(investigate(source, alert)).to_json()
     for doc in (first, second):
         doc.pop("elapsed_s")
     assert first == second

@@ -10,9 +10,10 @@ from rca.investigation.conclusion import rank_candidates
 from rca.investigation.controller import LoopOutcome, _label
 from rca.investigation.engine import EngineConfig, windows
 from rca.investigation.result import Belief
-from rca.investigation.seed import METRICS_MODALITY, Suspect, seed
+from rca.investigation.seed import Suspect, seed
 from rca.tools.base import Capture, ToolContext, ToolResult
 from rca.tools.faults import FaultKind
+from rca.tools.registry import SPECS
 from tests.unit.investigation.scenario import build
 
 
@@ -78,14 +79,18 @@ def test_a_view_ranks_behind_the_component_it_may_stand_for() -> None:
     source, alert = build(edges, faults, kinds={"search_remote": "remote"})
     incident, baseline = windows(source, alert.fired_at, EngineConfig())
     ctx = ToolContext(source, alert, incident, baseline, source.topology())
-    ranked = [s.entity for s in seed(ctx, (METRICS_MODALITY,))]
+    metrics = next(s.seeding for s in SPECS if s.name == "metrics")
+    assert metrics is not None
+    ranked = [s.entity for s in seed(ctx, {"metrics": metrics})]
     assert ranked.index("search") < ranked.index("search_remote")
 
 
 def test_the_symptom_reaches_what_its_calls_reach() -> None:
     from rca.investigation.conclusion import symptom_reach
-    from tests.unit.tools import FakeSource, context
+    from rca.tools.facts import RunFacts
+    from tests.unit.tools import FakeSource
 
     edges = (("front", "order"), ("order", "pay"), ("user", "front"))
-    assert symptom_reach(context(FakeSource(edges))) == {"front", "order", "pay"}
-    assert symptom_reach(context(FakeSource(edges), entity="ghost")) is None
+    graph = FakeSource(edges).topology()
+    assert symptom_reach(RunFacts("front", 0.0, graph, frozenset())) == {"front", "order", "pay"}
+    assert symptom_reach(RunFacts("ghost", 0.0, graph, frozenset())) is None

@@ -15,9 +15,9 @@ from rca.investigation.policy import OfflinePolicy
 from rca.investigation.seed import Suspect
 from rca.telemetry.cases import RecordedCase, load_case, read_index
 from rca.tools.base import ToolContext
-from rca.tools.changes import ChangesTool
+from rca.tools.changes.tool import ChangesTool
 from rca.tools.faults import FaultKind
-from rca.tools.metrics import MetricsTool
+from rca.tools.metrics.tool import MetricsTool
 from tests.unit.investigation.scenario import ScriptedTool, build, propagate_latency
 
 CHAIN = [("frontend", "checkout"), ("checkout", "payment"), ("frontend", "catalog")]

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from rca.investigation.document import ResultDocument
 from rca.investigation.narrative import action_title, outcome_sentence
 
-CONFIDENT = {
-    "exit": "confident",
-    "root_cause": {"entity": "carts", "fault_kind": "cpu", "detail": "instance:carts-7d9f-x2"},
-    "chain": {"grounding": "partially_grounded"},
-}
+CONFIDENT = ResultDocument.model_validate(
+    {
+        "exit": "confident",
+        "root_cause": {"entity": "carts", "fault_kind": "cpu", "detail": "instance:carts-7d9f-x2"},
+        "chain": {"grounding": "partially_grounded"},
+    }
+)
 
 
 def test_the_sentence_names_the_kind_and_the_detail() -> None:
@@ -26,6 +29,7 @@ def test_without_a_detail_the_kind_alone() -> None:
         {"entity": "carts", "fault_kind": "cpu", "detail": ""},
         {"entity": "carts", "fault_kind": "cpu"},
     ):
-        assert outcome_sentence({**CONFIDENT, "root_cause": root}).startswith(
-            "Confident: carts is the root cause (cpu),"
+        document = CONFIDENT.model_copy(
+            update={"root_cause": ResultDocument.model_validate({"root_cause": root}).root_cause}
         )
+        assert outcome_sentence(document).startswith("Confident: carts is the root cause (cpu),")

@@ -5,9 +5,9 @@ from __future__ import annotations
 from rca.core.evidence import Source
 from rca.core.hypotheses import HypothesisState
 from rca.investigation.engine import EngineConfig, investigate, windows
-from rca.investigation.registry import ALL_TOOLS, modalities_for
 from rca.investigation.seed import seed
 from rca.tools.base import ToolContext
+from rca.tools.registry import ALL_TOOLS, seedings, usable
 from tests.unit.investigation.scenario import build, propagate_latency
 
 CHAIN = [("frontend", "checkout"), ("checkout", "payment"), ("payment", "db"), ("frontend", "catalog")]
@@ -23,7 +23,7 @@ def _suspects(priors: dict[str, float] | None) -> dict[str, float]:
     source, alert = build(CHAIN, two_alike())
     incident, baseline = windows(source, alert.fired_at, EngineConfig())
     ctx = ToolContext(source, alert, incident, baseline, source.topology())
-    ranked = seed(ctx, modalities_for(ALL_TOOLS, source.modalities()), priors)
+    ranked = seed(ctx, seedings(usable(ALL_TOOLS, source.modalities())), priors)
     return {s.entity: s.score for s in ranked}
 
 

@@ -8,7 +8,8 @@ from rca.core.evidence import Verdict
 from rca.investigation.engine import EngineConfig, investigate, windows
 from rca.telemetry.model import Event, EventKind, MetricSeries
 from rca.tools.base import ToolContext
-from rca.tools.metrics import changed_downstream, profile
+from rca.tools.changes.profile import change_facts
+from rca.tools.metrics.profile import metric_profile
 from rca.tools.stats import Family
 from tests.unit.investigation.scenario import ONSET, STEP, build
 
@@ -18,6 +19,11 @@ CHAIN = [("frontend", "checkout"), ("checkout", "payment"), ("payment", "db")]
 def _ctx(source, alert) -> ToolContext:  # type: ignore[no-untyped-def]
     incident, baseline = windows(source, alert.fired_at, EngineConfig())
     return ToolContext(source, alert, incident, baseline, source.topology())
+
+
+def changed_downstream(ctx: ToolContext, entity: str) -> list[str]:
+    """The changed services below `entity`, from the change facts the changes tool records."""
+    return change_facts(ctx).changed_below(ctx.digraph, entity)
 
 
 def test_a_view_is_never_proven_and_never_a_rival() -> None:
@@ -47,7 +53,7 @@ def test_a_level_held_while_the_symptom_was_quiet_is_discounted() -> None:
     }
     source, alert = build(edges, faults, starts={("batch", "latency_p90"): 53})
     ctx = _ctx(source, alert)
-    assert profile(ctx, "batch").z(Family.LATENCY) < 3.0
+    assert metric_profile(ctx, "batch").z(Family.LATENCY) < 3.0
     result = investigate(source, alert)
     assert result.root_cause is not None
     assert result.root_cause.entity == "checkout"
@@ -58,7 +64,7 @@ def test_no_discount_when_the_alert_does_not_time_the_symptom() -> None:
     source, alert = build(
         CHAIN, {("payment", "cpu"): 4.0}, starts={("payment", "cpu"): 53}, alert_metric="memory"
     )
-    assert profile(_ctx(source, alert), "payment").z(Family.CPU) > 10.0
+    assert metric_profile(_ctx(source, alert), "payment").z(Family.CPU) > 10.0
     result = investigate(source, alert)
     assert result.root_cause is not None
     assert result.root_cause.entity == "payment"
@@ -89,7 +95,7 @@ def test_a_late_own_change_does_not_shield_a_caller_from_a_changed_callee() -> N
 
 
 def test_a_replaced_pod_carrying_its_successor_is_cut_at_the_handover() -> None:
-    from rca.tools.metrics import _handed_over
+    from rca.tools.metrics.analysis import handed_over
 
     t = ONSET + STEP * np.arange(-5, 5, dtype=float)
     old = np.array([5.0, 5.1, 4.9, 5.0, 5.2, 86.0, 85.0, 86.5, 84.9, 86.1])
@@ -99,13 +105,13 @@ def test_a_replaced_pod_carrying_its_successor_is_cut_at_the_handover() -> None:
         MetricSeries("ad", "memory_utilization", "%", t, old, instance="ad-v1-x-1"),
         MetricSeries("ad", "memory_utilization", "%", new_t, new, instance="ad-v2-y-1"),
     ]
-    kept = _handed_over(series, {("memory_utilization", "ad-v1-x-1")})
+    kept = handed_over(series, {("memory_utilization", "ad-v1-x-1")})
     assert float(kept[0].values.max()) < 6.0  # the old pod keeps only its own points
     assert len(kept[1]) == 5
 
 
 def test_flat_values_shared_by_chance_are_no_handover() -> None:
-    from rca.tools.metrics import _handed_over
+    from rca.tools.metrics.analysis import handed_over
 
     t = ONSET + STEP * np.arange(0, 6, dtype=float)
     flat = np.full(6, 100.0)
@@ -113,11 +119,11 @@ def test_flat_values_shared_by_chance_are_no_handover() -> None:
         MetricSeries("ad", "success_rate", "%", t, flat, instance="ad-v1-x-1"),
         MetricSeries("ad", "success_rate", "%", t, flat.copy(), instance="ad-v2-y-1"),
     ]
-    assert len(_handed_over(series, {("success_rate", "ad-v1-x-1")})[0]) == 6
+    assert len(handed_over(series, {("success_rate", "ad-v1-x-1")})[0]) == 6
 
 
 def test_kind_follows_the_family_that_explains_the_alert() -> None:
-    from rca.investigation.seed import metric_kind
+    from rca.tools.metrics.seeding import kind_hint as metric_kind
 
     faults = {("db", "latency_p90"): 2.0, ("db", "success_rate"): 0.9}
     source, alert = build(CHAIN, faults, alert_metric="success_rate")
@@ -144,14 +150,14 @@ def test_an_error_burst_is_a_move_not_a_refutation() -> None:
     faults = {("cart", "success_rate"): 0.6, ("checkout", "success_rate"): 0.6}
     source, alert = build(FAN, faults, starts=dict.fromkeys(faults, 61), ends=dict.fromkeys(faults, 63))
     ctx = _ctx(source, alert)
-    assert profile(ctx, "cart").z(Family.ERRORS) < 3.0
-    from rca.tools.metrics import error_burst
+    assert metric_profile(ctx, "cart").z(Family.ERRORS) < 3.0
+    from rca.tools.metrics.profile import error_burst
 
     assert error_burst(ctx, "cart") >= 3.0
     assert error_burst(ctx, "checkout") == 0.0  # its burst is its callee's
     from rca.core.hypotheses import Hypothesis
     from rca.core.verdict import DEFAULT_THRESHOLDS
-    from rca.tools.metrics import MetricsTool
+    from rca.tools.metrics.tool import MetricsTool
 
     found = MetricsTool().run(ctx, Hypothesis("h", "cart", "errors"))
     score = found.signals["anomaly_score"]
@@ -160,14 +166,14 @@ def test_an_error_burst_is_a_move_not_a_refutation() -> None:
 
 
 def test_a_rollout_whose_new_version_never_served_ranks_but_proves_nothing() -> None:
-    from rca.tools import changes
+    from rca.tools.changes.analysis import NEVER_SERVED_Z
 
     pods = {"cart": [("cart-v1-a-1", 0), ("cart-v2-abc-1", None)]}
     rollout = _rollout("cart", 3, "cart-v2-abc-1")
     source, alert = build(FAN, {("checkout", "success_rate"): 0.5}, events=rollout, pods=pods)
-    ctx = _ctx(source, alert)
-    assert changes.never_served(ctx, "cart")
-    assert changes.entity_scores(ctx)["cart"] >= changes.NEVER_SERVED_Z
+    facts = change_facts(_ctx(source, alert))
+    assert facts.never_served("cart")
+    assert facts.scores()["cart"] >= NEVER_SERVED_Z
     result = investigate(source, alert)
     assert result.exit == "no_confident_root_cause"  # checkout is contested by the change below it
     assert [c.entity for c in result.candidates[:2]] == [
@@ -177,15 +183,13 @@ def test_a_rollout_whose_new_version_never_served_ranks_but_proves_nothing() -> 
 
 
 def test_a_new_version_that_serves_is_not_never_served() -> None:
-    from rca.tools import changes
-
     pods = {"cart": [("cart-v1-a-1", 0), ("cart-v2-abc-1", 60)]}
     source, alert = build(FAN, {}, events=_rollout("cart", 3, "cart-v2-abc-1"), pods=pods)
-    assert not changes.never_served(_ctx(source, alert), "cart")
+    assert not change_facts(_ctx(source, alert)).never_served("cart")
 
 
 def test_a_worse_change_beside_an_unchanged_service_contests_its_metrics() -> None:
-    from rca.tools.metrics import worse_change_elsewhere
+    from rca.tools.metrics.profile import worse_change_elsewhere
 
     # currency fails clearly, but cart (not below it) had a rollout whose new version never served.
     pods = {"cart": [("cart-v1-a-1", 0), ("cart-v2-abc-1", None)]}
@@ -209,13 +213,13 @@ def test_a_worse_change_beside_an_unchanged_service_contests_its_metrics() -> No
 
 
 def test_a_thin_reference_ranks_but_never_proves() -> None:
-    from rca.tools.metrics import short_reference_z
+    from rca.tools.metrics.profile import short_reference_z
 
     # Two minutes of history before onset: no robust baseline, still a clear rise at `payment`.
     faults = {("payment", "latency_p90"): 4.0, ("checkout", "latency_p90"): 4.0}
     source, alert = build(CHAIN, faults, starts=dict.fromkeys(faults, 62), history=2)
     ctx = _ctx(source, alert)
-    assert profile(ctx, "payment").z(Family.LATENCY) == 0.0
+    assert metric_profile(ctx, "payment").z(Family.LATENCY) == 0.0
     assert short_reference_z(ctx, "payment", Family.LATENCY) > 3.0
     result = investigate(source, alert)
     assert result.exit == "no_confident_root_cause"

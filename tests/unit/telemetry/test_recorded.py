@@ -29,9 +29,9 @@ from rca.telemetry.cases import (
     parse_alert_hint,
     read_index,
 )
-from rca.telemetry.model import Modality, Span, SpanKind, TelemetrySource, TimeWindow
+from rca.telemetry.model import Direction, Modality, Span, SpanKind, TelemetrySource, TimeWindow
 from rca.telemetry.recorded import changerca
-from rca.telemetry.recorded.alerting import Direction, Signal, detect_alert, first_anomaly
+from rca.telemetry.recorded.alerting import Signal, detect_alert, first_anomaly
 from rca.telemetry.topology import graph_from_spans
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -250,6 +250,7 @@ def test_nezha_tt_logs_and_spans_are_bounded(data_dir: Path) -> None:
     refs = [r for r in read_index(data_dir, split="dev", datasets=["nezha"]) if r.system == "TrainTicket"]
     case = load_case(data_dir, refs[0])
     src = case.source
+    assert src.conventions.statement_id is not None  # its services write logback statement ids
     minute = TimeWindow(case.window.start, case.window.start + 60)
     spans = src.spans(minute)
     assert spans

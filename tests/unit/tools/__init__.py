@@ -7,7 +7,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from rca.telemetry.model import (
+    LOGBACK_STATEMENT,
     Alert,
+    Conventions,
     DependencyGraph,
     Edge,
     Entity,
@@ -20,6 +22,8 @@ from rca.telemetry.model import (
 )
 from rca.tools.base import ToolContext
 
+# The log format of the test lines: logback statement ids, then the request's trace and span ids.
+LOGBACK = Conventions(statement_id=LOGBACK_STATEMENT, trace_markers=("TraceID:", "SpanID:"))
 ONSET = 1_000.0
 INCIDENT = TimeWindow(ONSET, ONSET + 300.0)
 BASELINE = TimeWindow(ONSET - 600.0, ONSET)
@@ -32,6 +36,7 @@ class FakeSource:
     edges: Sequence[tuple[str, str]]
     records: list[LogRecord] = field(default_factory=list)
     span_list: list[Span] = field(default_factory=list)
+    conventions: Conventions = LOGBACK
 
     def modalities(self) -> frozenset[Modality]:
         return frozenset({Modality.LOGS, Modality.TRACES})

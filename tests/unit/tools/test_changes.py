@@ -9,9 +9,12 @@ import numpy as np
 import pytest
 
 from rca.core.evidence import EvidenceSink, Verdict
+from rca.core.grounding import Citation, nearest_citation
 from rca.core.hypotheses import Hypothesis
 from rca.telemetry.model import (
+    VERSIONED_POD,
     Alert,
+    Conventions,
     DependencyGraph,
     Edge,
     Entity,
@@ -26,15 +29,11 @@ from rca.telemetry.model import (
     TimeWindow,
 )
 from rca.tools.base import EvidenceCapturingTool, ToolContext
-from rca.tools.changes import (
-    ChangesTool,
-    canary_profile,
-    changes_in_window,
-    citation_for,
-    entity_scores,
-    kind_hint,
-    split_instances,
-)
+from rca.tools.changes.analysis import split_instances
+from rca.tools.changes.profile import canary_profile, changes_in_window
+from rca.tools.changes.seeding import kind_hint
+from rca.tools.changes.seeding import scores as entity_scores
+from rca.tools.changes.tool import ChangesTool
 from rca.tools.faults import FaultKind
 
 T0 = 1_700_000_000.0
@@ -46,6 +45,8 @@ SHA_BAD = "a1b2c3d4e5f6"
 
 class MemorySource:
     """An in-memory TelemetrySource: per-entity series and a list of events."""
+
+    conventions = Conventions(version_token=VERSIONED_POD)  # pods are named `<service>-v<n>-<pod>`
 
     def __init__(
         self, series: Sequence[MetricSeries], events: Sequence[Event], *, fail: bool = False
@@ -175,6 +176,12 @@ def concurrent() -> ToolContext:
     return _context(MemorySource(series, events))
 
 
+def citation_for(ctx: ToolContext, entity: str, path: Sequence[str]) -> Citation | None:
+    """The citation the conclusion would pick from the citations the tool recorded."""
+    changes_in_window(ctx)
+    return nearest_citation(ctx.record.citations, ctx.onset, entities={entity, *path})
+
+
 def _verdict(ctx: ToolContext, entity: str, kind: FaultKind = FaultKind.BAD_DEPLOY) -> Verdict:
     tool = EvidenceCapturingTool(ChangesTool(), EvidenceSink())
     return tool(ctx, Hypothesis(f"h-{entity}", entity, kind.value)).evidence.verdict
@@ -275,6 +282,6 @@ def test_split_by_version_token_without_event_hints() -> None:
     assert finding is not None
     assert finding.new_instances == ("pay-v2-1",)
     assert set(finding.old_instances) == {"pay-v1-0", "pay-v1-1", "pay-v1-2"}
-    new, old = split_instances(series, finding.rollout)
+    new, old = split_instances(series, finding.rollout, MemorySource.conventions)
     assert new == frozenset({"pay-v2-1"})
     assert len(old) == 3

@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 from rca.core.hypotheses import Hypothesis
-from rca.telemetry.model import LogRecord, Severity, Span, TimeWindow
-from rca.tools import logs
-from tests.unit.tools import ONSET, FakeSource, context
+from rca.telemetry.model import Conventions, LogRecord, Severity, Span, TimeWindow
+from rca.tools.counts import ReferenceKind
+from rca.tools.faults import FaultKind
+from rca.tools.logs.analysis import DISCOVERY_SIGMA, LogAnalysis, LogProfile, score
+from rca.tools.logs.pairs import SPAN_ANCHOR, PairStat
+from rca.tools.logs.profile import analyse, log_profile
+from rca.tools.logs.seeding import kind_hint
+from rca.tools.logs.seeding import scores as entity_scores
+from rca.tools.logs.templates import mask, short
+from rca.tools.logs.templates import templates as line_templates
+from rca.tools.logs.tool import LogsTool
+from tests.unit.tools import LOGBACK, ONSET, FakeSource, context
 
 EDGES = (("front", "order"), ("order", "pay"), ("front", "user"), ("order", "stock"))
 
@@ -36,9 +45,9 @@ def _source(with_fault: bool = True) -> FakeSource:
 
 def test_callee_throwing_errors_outranks_its_caller_that_logs_failed_calls() -> None:
     ctx = context(_source())
-    scores = logs.entity_scores(ctx)
+    scores = entity_scores(ctx)
     assert max(scores, key=lambda e: scores[e]) == "pay"
-    order = logs.log_profile(ctx, "order")
+    order = log_profile(ctx, "order")
     assert order.blamed == "pay"
     assert order.own < order.raw
     assert scores["pay"] > scores["order"]
@@ -48,35 +57,35 @@ def test_callee_throwing_errors_outranks_its_caller_that_logs_failed_calls() -> 
 
 def test_new_error_template_is_named() -> None:
     ctx = context(_source())
-    prof = logs.log_profile(ctx, "pay")
+    prof = log_profile(ctx, "pay")
     new = prof.new_templates
     assert len(new) == 1
     assert new[0].problem
     assert "NullPointerException" in new[0].template
     assert new[0].reference == 0
     assert new[0].observed > 0
-    assert logs.kind_hint(ctx, "pay") is logs.FaultKind.ERRORS
-    assert logs.kind_hint(ctx, "user") is None
+    assert kind_hint(ctx, "pay") is FaultKind.ERRORS
+    assert kind_hint(ctx, "user") is None
 
 
 def test_tool_result_carries_only_the_anomaly_score_and_no_raw_lines() -> None:
     ctx = context(_source())
-    result = logs.LogsTool().run(ctx, Hypothesis(id="h1", entity="pay", fault_kind="errors"))
+    result = LogsTool().run(ctx, Hypothesis(id="h1", entity="pay", fault_kind="errors"))
     assert set(result.signals) == {"anomaly_score"}
     assert result.signals["anomaly_score"] >= 0.8
     assert "new templates" in result.summary
     assert "TraceID" not in result.summary
     assert "\n" not in result.summary
     assert result.measurements["new_templates"] == 1
-    healthy = logs.LogsTool().run(ctx, Hypothesis(id="h2", entity="user", fault_kind="errors"))
+    healthy = LogsTool().run(ctx, Hypothesis(id="h2", entity="user", fault_kind="errors"))
     assert set(healthy.signals) == {"anomaly_score"}
     assert healthy.signals["anomaly_score"] <= 0.2
 
 
 def test_analysis_is_cached_per_investigation() -> None:
     ctx = context(_source())
-    first = logs.analyse(ctx)
-    assert logs.analyse(ctx) is first
+    first = analyse(ctx)
+    assert analyse(ctx) is first
 
 
 def test_empty_baseline_falls_back_to_pre_onset_then_to_peers() -> None:
@@ -84,30 +93,30 @@ def test_empty_baseline_falls_back_to_pre_onset_then_to_peers() -> None:
     # Baseline holds nothing, the incident window holds data before the onset: pre-onset reference.
     empty = TimeWindow(ONSET - 5_000.0, ONSET - 4_000.0)
     ctx = context(src, incident=TimeWindow(ONSET - 300.0, ONSET + 300.0), baseline=empty)
-    assert logs.analyse(ctx).comparison.mode is logs.Mode.PRE_ONSET
-    result = logs.LogsTool().run(ctx, Hypothesis(id="h", entity="pay", fault_kind="errors"))
+    assert analyse(ctx).comparison.kind is ReferenceKind.PRE_ONSET
+    result = LogsTool().run(ctx, Hypothesis(id="h", entity="pay", fault_kind="errors"))
     assert "pre-onset" in result.summary
     # The incident window starts at the onset: the records before it are found by looking back.
     ctx = context(src, incident=TimeWindow(ONSET, ONSET + 300.0), baseline=empty)
-    reference = logs.analyse(ctx).comparison.reference
+    reference = analyse(ctx).comparison.reference
     assert reference is not None
     assert reference.end <= ONSET
     # Nothing before the onset, but a recording after the incident window: it is the reference.
     src.records = [r for r in src.records if r.time >= ONSET]
     ctx = context(src, incident=TimeWindow(ONSET, ONSET + 240.0), baseline=empty)
-    analysis = logs.analyse(ctx)
-    assert analysis.comparison.mode is logs.Mode.LATER
+    analysis = analyse(ctx)
+    assert analysis.comparison.kind is ReferenceKind.LATER
     assert analysis.comparison.reference is not None
     assert analysis.comparison.reference.start >= ONSET + 240.0
-    result = logs.LogsTool().run(ctx, Hypothesis(id="h", entity="pay", fault_kind="errors"))
+    result = LogsTool().run(ctx, Hypothesis(id="h", entity="pay", fault_kind="errors"))
     assert "later recording" in result.summary
     # Nothing outside the incident window at all: the services are compared with each other, and it
     # is said, and such a comparison never supports, however loud the entity.
     src.records = [r for r in src.records if r.time < ONSET + 300.0]
     ctx = context(src, incident=TimeWindow(ONSET, ONSET + 300.0), baseline=empty)
-    analysis = logs.analyse(ctx)
-    assert analysis.comparison.mode is logs.Mode.PEERS
-    result = logs.LogsTool().run(ctx, Hypothesis(id="h", entity="pay", fault_kind="errors"))
+    analysis = analyse(ctx)
+    assert analysis.comparison.kind is ReferenceKind.PEERS
+    result = LogsTool().run(ctx, Hypothesis(id="h", entity="pay", fault_kind="errors"))
     assert "other services" in result.summary
     assert set(result.signals) == {"anomaly_score"}
     assert float(result.signals["anomaly_score"]) < 0.8
@@ -126,9 +135,9 @@ def test_a_baseline_where_most_services_are_silent_is_no_reference() -> None:
     entities = [services[k % 4] for k in range(40)] + ["user"] * 40 + [services[k % 4] for k in range(30)]
     ctx = context(_source(), incident=TimeWindow(ONSET - 60.0, ONSET + 300.0))
     ctx.baseline = TimeWindow(ONSET - 300.0, ONSET - 60.0)
-    assert comparison(ctx, times).mode is logs.Mode.BASELINE  # by volume alone, the sliver would do
+    assert comparison(ctx, times).kind is ReferenceKind.BASELINE  # by volume alone, the sliver would do
     chosen = comparison(ctx, times, entities)
-    assert chosen.mode is logs.Mode.PRE_ONSET
+    assert chosen.kind is ReferenceKind.PRE_ONSET
     assert chosen.reference is not None
     assert chosen.reference.start <= ONSET - 3_000.0
 
@@ -136,11 +145,11 @@ def test_a_baseline_where_most_services_are_silent_is_no_reference() -> None:
 def test_onset_hint_late_by_a_minute_keeps_the_fault_out_of_the_reference() -> None:
     # The alert fires 90 s after the fault started: the reference stops before the lag allowance.
     ctx = context(_source(), incident=TimeWindow(ONSET - 300.0, ONSET + 300.0), onset=ONSET + 90.0)
-    cmp = logs.analyse(ctx).comparison
+    cmp = analyse(ctx).comparison
     assert cmp.reference is not None
     assert cmp.reference.end <= ONSET
     assert cmp.observed.start <= ONSET
-    assert max(logs.entity_scores(ctx).items(), key=lambda kv: kv[1])[0] == "pay"
+    assert max(entity_scores(ctx).items(), key=lambda kv: kv[1])[0] == "pay"
 
 
 def _request(t: float, entity: str, span: str, trace: str, statements: list[str]) -> list[LogRecord]:
@@ -172,22 +181,22 @@ def _pair_source() -> FakeSource:
 
 def test_broken_statement_pair_ranks_the_callee_above_its_failing_caller() -> None:
     ctx = context(_pair_source(), incident=TimeWindow(ONSET - 300.0, ONSET + 900.0))
-    scores = logs.entity_scores(ctx)
+    scores = entity_scores(ctx)
     assert max(scores, key=lambda e: scores[e]) == "pay"
-    pay = logs.log_profile(ctx, "pay")
+    pay = log_profile(ctx, "pay")
     assert pay.broken is not None
     assert "#31" in pay.broken.first
     assert "#34" in pay.broken.then
     assert pay.broken.broken_reference == 0
     assert pay.broken.broken_observed > 50
-    order = logs.log_profile(ctx, "order")
+    order = log_profile(ctx, "order")
     assert order.inherited_units > 50  # its breaks happen in traces where pay broke
     assert scores["order"] < scores["pay"] / 1.5
     assert scores["user"] < 3.0
-    result = logs.LogsTool().run(ctx, Hypothesis(id="h", entity="pay", fault_kind="errors"))
+    result = LogsTool().run(ctx, Hypothesis(id="h", entity="pay", fault_kind="errors"))
     assert result.signals["anomaly_score"] >= 0.8
     assert "no longer followed by" in result.summary
-    victim = logs.LogsTool().run(ctx, Hypothesis(id="h2", entity="order", fault_kind="errors"))
+    victim = LogsTool().run(ctx, Hypothesis(id="h2", entity="order", fault_kind="errors"))
     assert victim.signals["anomaly_score"] < 0.8
 
 
@@ -210,14 +219,14 @@ def test_two_entities_alike_stay_inconclusive() -> None:
         FakeSource(EDGES, records=records + twin), incident=TimeWindow(ONSET - 300.0, ONSET + 300.0)
     )
     for entity in ("pay", "stock"):
-        result = logs.LogsTool().run(ctx, Hypothesis(id="h", entity=entity, fault_kind="errors"))
+        result = LogsTool().run(ctx, Hypothesis(id="h", entity=entity, fault_kind="errors"))
         assert 0.2 < float(result.signals["anomaly_score"]) < 0.8
 
 
 def test_no_logs_at_all_is_not_a_crash() -> None:
     ctx = context(FakeSource(EDGES))
-    assert all(v == 0.0 for v in logs.entity_scores(ctx).values())
-    result = logs.LogsTool().run(ctx, Hypothesis(id="h", entity="pay", fault_kind="errors"))
+    assert all(v == 0.0 for v in entity_scores(ctx).values())
+    result = LogsTool().run(ctx, Hypothesis(id="h", entity="pay", fault_kind="errors"))
     assert "no log lines" in result.summary
     assert not result.signals
 
@@ -226,7 +235,7 @@ def test_masking_keeps_statement_ids_and_hides_values() -> None:
     import pandas as pd
 
     line = "12:01:02.003 ERROR a.Impl#37 550e8400-e29b-41d4-a716-446655440000 at 10.0.0.1 n=42 abcdef012345"
-    masked = logs.mask(pd.Series([line]))[0]
+    masked = mask(pd.Series([line]))[0]
     assert masked.startswith("<TS> ERROR a.Impl#37 <UUID> at <IP>")
     for token in ("<ID>", "<NUM>"):
         assert token in masked
@@ -241,10 +250,24 @@ def test_one_statement_is_one_template_whatever_free_text_it_carries() -> None:
         for s in ("shanghai", "suzhou", "nanjing")
     ]
     frame = pd.DataFrame({"body": bodies, "severity": ["INFO"] * 3})
-    templates = logs._templates(frame)
+    templates = line_templates(frame, LOGBACK)
     assert templates.nunique() == 1
     assert templates[0].startswith("INFO f.m.s.BasicServiceImpl#360 [checkStationExists]")
     assert "shanghai" not in templates[0]
+
+
+def test_statement_ids_and_trace_markers_are_read_only_where_the_source_declares_them() -> None:
+    import pandas as pd
+
+    bodies = [f"INFO o.OrderService#88 TraceID: {n:032x} placed order: {s}" for n, s in enumerate("abc")]
+    frame = pd.DataFrame({"body": bodies, "severity": ["INFO"] * 3})
+    declared = line_templates(frame, LOGBACK)
+    assert set(declared) == {"INFO o.OrderService#88 placed order"}  # the id, then the text past the marker
+    mined = line_templates(frame, Conventions())  # a source that declares no statement ids
+    assert not mined[0].startswith("INFO o.OrderService#88 placed")
+    assert "TraceID:" in mined[0]
+    assert short("TraceID: <ID> placed", LOGBACK) == "placed"
+    assert short("TraceID: <ID> placed", Conventions()) == "TraceID: placed"
 
 
 def test_failed_calls_to_a_callee_that_shows_nothing_are_still_not_the_callers_own_fault() -> None:
@@ -260,7 +283,7 @@ def test_failed_calls_to_a_callee_that_shows_nothing_are_still_not_the_callers_o
             failed = "o.OrderServiceImpl#50 [create] No instances available for pay"
             records.append(_line(t + 0.2, "order", Severity.ERROR, failed))
     ctx = context(FakeSource(EDGES, records=records))
-    order = logs.log_profile(ctx, "order")
+    order = log_profile(ctx, "order")
     assert order.raw > 10.0
     assert order.blamed == "pay"
     assert order.own < 3.0
@@ -299,18 +322,18 @@ def _silent_callee_source() -> FakeSource:
 
 def test_span_whose_only_statement_vanished_is_a_broken_pair_and_explains_its_caller() -> None:
     ctx = context(_silent_callee_source(), incident=PAIR_INCIDENT)
-    scores = logs.entity_scores(ctx)
+    scores = entity_scores(ctx)
     assert max(scores, key=lambda e: scores[e]) == "pay"
-    pay = logs.log_profile(ctx, "pay")
+    pay = log_profile(ctx, "pay")
     assert pay.broken is not None
     assert pay.broken.first == "span POST /pay/byIds > PayController.query"
     assert "#53" in pay.broken.then
     assert pay.broken.broken_reference == 0
     assert pay.broken.broken_observed > 100
-    order = logs.log_profile(ctx, "order")
+    order = log_profile(ctx, "order")
     assert order.inherited_units > 100  # pay went wrong after order's last step, in the same requests
     assert scores["order"] < 3.0
-    result = logs.LogsTool().run(ctx, Hypothesis(id="h", entity="pay", fault_kind="errors"))
+    result = LogsTool().run(ctx, Hypothesis(id="h", entity="pay", fault_kind="errors"))
     assert "'span POST /pay/byIds > PayController.query' no longer followed by" in result.summary
     assert result.signals["anomaly_score"] >= 0.8
 
@@ -321,8 +344,8 @@ def test_spans_without_their_logs_never_break_a_pair_by_their_absence() -> None:
     source = _silent_callee_source()
     source.span_list = [s for s in source.span_list if s.start < ONSET]
     ctx = context(source, incident=PAIR_INCIDENT)
-    pay = logs.log_profile(ctx, "pay")
-    assert all(not p.then.startswith(logs.SPAN_ANCHOR) for p in pay.pairs)
+    pay = log_profile(ctx, "pay")
+    assert all(not p.then.startswith(SPAN_ANCHOR) for p in pay.pairs)
 
 
 def _branch_source(late_fault: bool) -> FakeSource:
@@ -343,21 +366,21 @@ def _branch_source(late_fault: bool) -> FakeSource:
 
 def test_a_switch_to_a_branch_known_before_onset_is_no_broken_pair() -> None:
     ctx = context(_branch_source(late_fault=False), incident=PAIR_INCIDENT)
-    stock = logs.log_profile(ctx, "stock")
+    stock = log_profile(ctx, "stock")
     assert stock.pairs  # #57 -> #139 is expected (80 % before onset) ...
     assert stock.broken is None  # ... but every unit without #139 logs #137, its other branch
-    assert logs.entity_scores(ctx)["stock"] < 3.0
+    assert entity_scores(ctx)["stock"] < 3.0
 
 
 def test_a_break_that_starts_late_in_the_observed_period_is_found_in_a_later_look() -> None:
     ctx = context(_branch_source(late_fault=True), incident=PAIR_INCIDENT)
-    pay = logs.log_profile(ctx, "pay")
+    pay = log_profile(ctx, "pay")
     assert pay.broken is not None
     # A later look (since the last third of the observed span): nearly all of its units are broken.
     assert pay.broken.units_observed < 120
     assert pay.broken.broken_observed > 0.8 * pay.broken.units_observed
     assert pay.pair_z >= 3.0
-    scores = logs.entity_scores(ctx)
+    scores = entity_scores(ctx)
     assert max(scores, key=lambda e: scores[e]) == "pay"
 
 
@@ -374,23 +397,21 @@ def test_a_callee_that_went_wrong_before_the_callers_last_step_does_not_explain_
         records += _request(t + 0.1, "pay", f"p{i}", trace, pay)
         records += _request(t + 0.2, "order", f"o{i}", trace, order)
     ctx = context(FakeSource(EDGES, records=records), incident=PAIR_INCIDENT)
-    order = logs.log_profile(ctx, "order")
+    order = log_profile(ctx, "order")
     assert order.inherited_units == 0
     assert order.pair_z >= 3.0
 
 
 def test_a_weak_but_real_log_signal_is_no_refutation() -> None:
     from rca.core.verdict import DEFAULT_THRESHOLDS
-    from rca.tools.counts import Comparison, Mode
+    from rca.tools.counts import Comparison, ReferenceKind
 
-    cmp = Comparison(Mode.PRE_ONSET, TimeWindow(0.0, 600.0), TimeWindow(600.0, 900.0))
-    weak = logs.LogProfile("pay", Mode.PRE_ONSET, lines_reference=50, own=3.5)
-    quiet = logs.LogProfile("user", Mode.PRE_ONSET, lines_reference=50, own=1.0)
-    analysis = logs.LogAnalysis(cmp, {"pay": weak, "user": quiet})
-    assert (
-        DEFAULT_THRESHOLDS.anomaly_refutes < logs.score(analysis, "pay") < DEFAULT_THRESHOLDS.anomaly_supports
-    )
-    assert logs.score(analysis, "user") <= DEFAULT_THRESHOLDS.anomaly_refutes
+    cmp = Comparison(ReferenceKind.PRE_ONSET, TimeWindow(0.0, 600.0), TimeWindow(600.0, 900.0))
+    weak = LogProfile("pay", ReferenceKind.PRE_ONSET, lines_reference=50, own=3.5)
+    quiet = LogProfile("user", ReferenceKind.PRE_ONSET, lines_reference=50, own=1.0)
+    analysis = LogAnalysis(cmp, {"pay": weak, "user": quiet})
+    assert DEFAULT_THRESHOLDS.anomaly_refutes < score(analysis, "pay") < DEFAULT_THRESHOLDS.anomaly_supports
+    assert score(analysis, "user") <= DEFAULT_THRESHOLDS.anomaly_refutes
 
 
 def test_a_reference_that_already_holds_some_failures_still_shows_the_path_that_completes() -> None:
@@ -408,7 +429,7 @@ def test_a_reference_that_already_holds_some_failures_still_shows_the_path_that_
         routine = "12:00:00.000 ERROR p.PayServiceImpl#302 [step] upstream quirk"
         records.append(LogRecord(t + 0.06, "pay", Severity.ERROR, routine, f"t{i:04d}", f"p{i}"))
     ctx = context(FakeSource(EDGES, records=records), incident=PAIR_INCIDENT)
-    pay = logs.log_profile(ctx, "pay")
+    pay = log_profile(ctx, "pay")
     pair = next(p for p in pay.pairs if "#405" in p.first and "#418" in p.then)
     assert 0 < pair.broken_reference < pair.units_reference
     assert pair.broken_observed > 0.9 * pair.units_observed  # the observed period starts before onset
@@ -430,8 +451,8 @@ def test_a_break_that_began_inside_the_reference_is_found_in_an_early_look() -> 
     """The alert came late: `pay` stopped reaching #34 100 s into a 180 s reference, so the whole
     reference no longer expects the pair, but its first part does."""
     ctx = context(_cut_source(cut_from=ONSET - 200.0), incident=PAIR_INCIDENT)
-    assert logs.analyse(ctx).comparison.mode is logs.Mode.PRE_ONSET
-    pay = logs.log_profile(ctx, "pay")
+    assert analyse(ctx).comparison.kind is ReferenceKind.PRE_ONSET
+    pay = log_profile(ctx, "pay")
     assert pay.broken is not None
     assert ("#31" in pay.broken.first, "#34" in pay.broken.then) == (True, True)
     # The counts are an early look's: the reference's first part, mostly complete, against every unit
@@ -440,7 +461,7 @@ def test_a_break_that_began_inside_the_reference_is_found_in_an_early_look() -> 
     assert pay.broken.broken_reference < pay.broken.units_reference / 4
     assert pay.broken.broken_observed == pay.broken.units_observed > 200
     assert pay.pair_z > 7.0
-    scores = logs.entity_scores(ctx)
+    scores = entity_scores(ctx)
     assert max(scores, key=lambda e: scores[e]) == "pay"
     assert scores["user"] < 3.0
 
@@ -451,22 +472,24 @@ def test_a_later_recording_is_never_split_into_an_early_look() -> None:
     src = _cut_source(cut_from=ONSET + 600.0, start=ONSET)
     empty = TimeWindow(ONSET - 5_000.0, ONSET - 4_000.0)
     ctx = context(src, incident=TimeWindow(ONSET, ONSET + 240.0), baseline=empty)
-    assert logs.analyse(ctx).comparison.mode is logs.Mode.LATER
-    assert logs.log_profile(ctx, "pay").broken is None
-    assert logs.entity_scores(ctx)["pay"] < 3.0
+    assert analyse(ctx).comparison.kind is ReferenceKind.LATER
+    assert log_profile(ctx, "pay").broken is None
+    assert entity_scores(ctx)["pay"] < 3.0
 
 
-def _analysis_with_break(pair_z: float, pairs_elsewhere: int) -> logs.LogAnalysis:
-    from rca.tools.counts import Comparison, Mode
+def _analysis_with_break(pair_z: float, pairs_elsewhere: int) -> LogAnalysis:
+    from rca.tools.counts import Comparison, ReferenceKind
 
-    cmp = Comparison(Mode.PRE_ONSET, TimeWindow(0.0, 600.0), TimeWindow(600.0, 900.0))
-    cut = logs.PairStat("INFO p.PayServiceImpl#31", "INFO p.PayServiceImpl#34", 46, 0, 13, 13, pair_z)
-    pay = logs.LogProfile("pay", Mode.PRE_ONSET, lines_reference=92, pairs=[cut], pair_z=pair_z, own=pair_z)
-    kept = logs.PairStat("INFO u.UserImpl#1", "INFO u.UserImpl#2", 40, 0, 40, 0, 0.0)
-    user = logs.LogProfile(
-        "user", Mode.PRE_ONSET, lines_reference=80, pairs=[kept] * pairs_elsewhere, own=1.0
+    cmp = Comparison(ReferenceKind.PRE_ONSET, TimeWindow(0.0, 600.0), TimeWindow(600.0, 900.0))
+    cut = PairStat("INFO p.PayServiceImpl#31", "INFO p.PayServiceImpl#34", 46, 0, 13, 13, pair_z)
+    pay = LogProfile(
+        "pay", ReferenceKind.PRE_ONSET, lines_reference=92, pairs=[cut], pair_z=pair_z, own=pair_z
     )
-    return logs.LogAnalysis(cmp, {"pay": pay, "user": user})
+    kept = PairStat("INFO u.UserImpl#1", "INFO u.UserImpl#2", 40, 0, 40, 0, 0.0)
+    user = LogProfile(
+        "user", ReferenceKind.PRE_ONSET, lines_reference=80, pairs=[kept] * pairs_elsewhere, own=1.0
+    )
+    return LogAnalysis(cmp, {"pay": pay, "user": user})
 
 
 def test_a_pair_break_significant_after_the_look_elsewhere_correction_supports() -> None:
@@ -477,12 +500,12 @@ def test_a_pair_break_significant_after_the_look_elsewhere_correction_supports()
     found = _analysis_with_break(7.3, pairs_elsewhere=500)
     assert found.pairs_tested == 501
     assert 6.0 < found.pair_sigma("pay") < 7.0
-    assert logs.score(found, "pay") >= DEFAULT_THRESHOLDS.anomaly_supports
+    assert score(found, "pay") >= DEFAULT_THRESHOLDS.anomaly_supports
     # A z of 6.5 among 100,000 pairs tested is not: one of them might break that much by chance.
     crowded = _analysis_with_break(6.5, pairs_elsewhere=100_000)
-    assert crowded.pair_sigma("pay") < logs.DISCOVERY_SIGMA
-    assert logs.score(crowded, "pay") < DEFAULT_THRESHOLDS.anomaly_supports
+    assert crowded.pair_sigma("pay") < DISCOVERY_SIGMA
+    assert score(crowded, "pay") < DEFAULT_THRESHOLDS.anomaly_supports
     # A weaker break stays inconclusive, and an entity without one has no significance at all.
     weak = _analysis_with_break(5.5, pairs_elsewhere=500)
-    assert DEFAULT_THRESHOLDS.anomaly_refutes < logs.score(weak, "pay") < DEFAULT_THRESHOLDS.anomaly_supports
+    assert DEFAULT_THRESHOLDS.anomaly_refutes < score(weak, "pay") < DEFAULT_THRESHOLDS.anomaly_supports
     assert weak.pair_sigma("user") == 0.0

@@ -7,8 +7,11 @@ import numpy as np
 
 from rca.core.hypotheses import Hypothesis
 from rca.telemetry.model import MetricSeries, TimeWindow
-from rca.tools import metrics, traces
+from rca.tools.metrics.analysis import dominance_for, requests_per_sample, stuck_at_zero, too_few_for_quantile
+from rca.tools.metrics.profile import short_reference_z, spans_disown
+from rca.tools.metrics.tool import MetricsTool
 from rca.tools.stats import DOMINANCE, Family
+from rca.tools.traces.profile import analyse as analyse_traces
 from tests.unit.tools import ONSET, context
 from tests.unit.tools.test_traces import _source  # back's own time rises; front waits on it
 
@@ -23,44 +26,44 @@ def test_requests_per_sample_scales_a_rate_by_the_sampling_interval() -> None:
     per_second = _series("requests", "ops/s", 0.5, "pod-a")
     per_sample = _series("requests", "count", 30.0)
     other = _series("latency_p99", "s", 0.2, "pod-a")
-    volumes = metrics.requests_per_sample([per_second, per_sample, other], window)
+    volumes = requests_per_sample([per_second, per_sample, other], window)
     assert volumes == {"pod-a": 30.0, None: 30.0}
-    assert metrics.requests_per_sample([per_second], TimeWindow(0.0, 10.0)) == {}
+    assert requests_per_sample([per_second], TimeWindow(0.0, 10.0)) == {}
 
 
 def test_a_quantile_needs_enough_requests_to_be_more_than_the_slowest_one() -> None:
-    assert metrics.too_few_for_quantile("latency_p99", 36.0)  # p99 needs 100 requests
-    assert not metrics.too_few_for_quantile("latency_p90", 36.0)  # p90 needs 10
-    assert metrics.too_few_for_quantile("latency_p999", 500.0)
-    assert not metrics.too_few_for_quantile("latency_mean", 1.0)  # not a quantile
-    assert not metrics.too_few_for_quantile("latency_p99", None)  # volume unknown: kept
+    assert too_few_for_quantile("latency_p99", 36.0)  # p99 needs 100 requests
+    assert not too_few_for_quantile("latency_p90", 36.0)  # p90 needs 10
+    assert too_few_for_quantile("latency_p999", 500.0)
+    assert not too_few_for_quantile("latency_mean", 1.0)  # not a quantile
+    assert not too_few_for_quantile("latency_p99", None)  # volume unknown: kept
 
 
 def test_a_success_rate_of_zero_throughout_is_unmeasured() -> None:
-    assert metrics._stuck_at_zero(np.array([0.0, np.nan]), np.array([0.0, 0.0]))
-    assert not metrics._stuck_at_zero(np.array([0.0, 100.0]), np.array([0.0]))
-    assert not metrics._stuck_at_zero(np.array([np.nan]))  # no data says nothing
+    assert stuck_at_zero(np.array([0.0, np.nan]), np.array([0.0, 0.0]))
+    assert not stuck_at_zero(np.array([0.0, 100.0]), np.array([0.0]))
+    assert not stuck_at_zero(np.array([np.nan]))  # no data says nothing
 
 
 def test_latency_its_own_spans_do_not_show_is_not_the_entitys_own() -> None:
     ctx = context(_source())
-    assert metrics.spans_disown(ctx, "front", Family.LATENCY) is None  # traces not analysed
-    traces.analyse(ctx)
-    disowned = metrics.spans_disown(ctx, "front", Family.LATENCY)
+    assert spans_disown(ctx, "front", Family.LATENCY) is None  # traces not analysed
+    analyse_traces(ctx)
+    disowned = spans_disown(ctx, "front", Family.LATENCY)
     assert disowned is not None
     assert disowned < 3.0
-    assert metrics.spans_disown(ctx, "back", Family.LATENCY) is None  # its own time did rise
-    assert metrics.spans_disown(ctx, "front", Family.CPU) is None  # spans do not measure CPU
+    assert spans_disown(ctx, "back", Family.LATENCY) is None  # its own time did rise
+    assert spans_disown(ctx, "front", Family.CPU) is None  # spans do not measure CPU
 
 
 def test_a_resource_family_needs_a_clearer_lead() -> None:
-    assert metrics.dominance_for(Family.LATENCY) == DOMINANCE
-    assert metrics.dominance_for(Family.CPU) > DOMINANCE
+    assert dominance_for(Family.LATENCY) == DOMINANCE
+    assert dominance_for(Family.CPU) > DOMINANCE
 
 
 def test_an_entity_without_the_needed_series_is_unmeasured_not_healthy() -> None:
     ctx = context(_source())
-    result = metrics.MetricsTool().run(ctx, Hypothesis(id="h", entity="back", fault_kind="errors"))
+    result = MetricsTool().run(ctx, Hypothesis(id="h", entity="back", fault_kind="errors"))
     assert "unmeasured" in result.summary
     assert not result.signals
 
@@ -81,5 +84,5 @@ def test_a_series_flat_at_zero_before_onset_ranks_as_a_large_move_not_an_infinit
             return [MetricSeries(entity, "latency_p90", "s", t[keep], v[keep])] if keep.any() else []
 
     ctx = context(Metered((("front", "svc"),)), incident=TimeWindow(ONSET - 300.0, ONSET + 300.0))
-    z = metrics.short_reference_z(ctx, "svc", Family.LATENCY)
+    z = short_reference_z(ctx, "svc", Family.LATENCY)
     assert 3.0 < z < 1e3

@@ -16,10 +16,10 @@ from rca.core.evidence import Evidence, Verdict
 from rca.core.gate import GateState
 from rca.core.guidance import Facts, FailureAnchor, Guidance, NextStep, Operation, anchor_for, gate
 from rca.core.hypotheses import HypothesisState, HypothesisTree
-from rca.investigation.path_checks import observe
 from rca.investigation.seed import Suspect
 from rca.telemetry.model import Modality
-from rca.tools.base import FAILED, MEASUREMENT_PREFIX, ToolContext
+from rca.tools.base import FAILED, MEASUREMENT_PREFIX
+from rca.tools.facts import RunFacts
 
 # What a re-run that applies guidance adds: turns for the steps to examine, and how much wider the
 # incident window gets for a widen step.
@@ -36,7 +36,7 @@ def _failed(e: Evidence) -> bool:
 
 
 def guidance_for(
-    ctx: ToolContext,
+    run: RunFacts,
     tree: HypothesisTree,
     state: GateState,
     suspects: Sequence[Suspect],
@@ -46,9 +46,9 @@ def guidance_for(
     failed closed at its budget)."""
     records = [(h.entity, e) for h in tree.hypotheses for e in h.evidence]
     failures = [(entity, e) for entity, e in records if _failed(e)]
-    contested = _contested(ctx, tree)
-    deviating = [s.entity for s in suspects if observe(ctx, s.entity).deviates]
-    missing = tuple(m.value for m in _WORTH_CONNECTING if m not in ctx.source.modalities())
+    contested = _contested(run, tree)
+    deviating = [s.entity for s in suspects if run.observe(s.entity).deviates]
+    missing = tuple(m.value for m in _WORTH_CONNECTING if m not in run.modalities)
     facts = Facts(
         failed_tool_calls=len(failures),
         deviating_entities=len(deviating),
@@ -58,7 +58,7 @@ def guidance_for(
         policy_failed=policy_failed,
     )
     anchor = anchor_for(facts)
-    symptom = ctx.alert.entity
+    symptom = run.symptom
     examined = {entity for entity, _ in records}
     # Seeding's anomaly scores are part of the result (its subscores), so a suspect left unexamined
     # is a recorded fact as well.
@@ -82,14 +82,14 @@ def _examine_suspect(suspect: Suspect) -> NextStep:
     )
 
 
-def _contested(ctx: ToolContext, tree: HypothesisTree) -> dict[str, Evidence]:
+def _contested(run: RunFacts, tree: HypothesisTree) -> dict[str, Evidence]:
     """Entities that deviate and were examined without a decision, each with its most telling record
     (supporting evidence first): several of them are rivals the tools could not separate."""
     out: dict[str, Evidence] = {}
     for h in tree.hypotheses:
         if h.state in (HypothesisState.VALIDATED, HypothesisState.INVALIDATED) or not h.evidence:
             continue
-        if not observe(ctx, h.entity).deviates:
+        if not run.observe(h.entity).deviates:
             continue
         best = next((e for e in h.evidence if e.verdict is Verdict.SUPPORTS), h.evidence[0])
         if h.entity not in out or best.verdict is Verdict.SUPPORTS:

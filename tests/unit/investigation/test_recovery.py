@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from rca.core.guidance import FailureAnchor, Operation
+from rca.investigation.document import document_of
 from rca.investigation.engine import EngineConfig, investigate
-from rca.investigation.guidance import EXTRA_TURNS, WIDEN_FACTOR, RerunPlan
+from rca.investigation.recovery import EXTRA_TURNS, WIDEN_FACTOR, RerunPlan
 from rca.telemetry.model import TelemetryError, TimeWindow
 from tests.unit.investigation.scenario import build, propagate_latency
 
@@ -25,7 +26,7 @@ def test_a_confident_conclusion_carries_no_guidance() -> None:
     result = investigate(source, alert)
     assert result.exit == "confident"
     assert result.guidance is None
-    assert result.to_dict()["guidance"] is None
+    assert document_of(result).to_json()["guidance"] is None
 
 
 def test_nothing_deviating_suggests_a_wider_window_on_the_symptom() -> None:

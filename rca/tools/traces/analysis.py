@@ -1,5 +1,5 @@
-"""Traces: per-service latency and error attribution that separates a service's own share from its
-callees'.
+"""Traces analysis, pure functions over the span frame: per-service latency and error attribution that
+separates a service's own share from its callees'.
 
 One pass over the window's spans serves every service:
 
@@ -21,22 +21,17 @@ callee does not already show, as metrics' `own_z` does; own time needs no such d
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from rca.core.evidence import Source
-from rca.core.hypotheses import Hypothesis
-from rca.telemetry.model import SpanStatus, TimeWindow
-from rca.tools.base import ToolContext, ToolResult
-from rca.tools.counts import Comparison, Mode, fetch_compared, lead, robust_peer_z
+from rca.telemetry.model import DependencyGraph
+from rca.tools.counts import Comparison, ReferenceKind, lead, robust_peer_z
 from rca.tools.faults import FaultKind
-from rca.tools.stats import squash, supported, unrefuted
+from rca.tools.stats import squash, supported
 
-CACHE_KEY = "traces.analysis"
-FRAME_KEY = "traces.frame"
-MAX_SPANS = 1_000_000
 EPSILON = 1e-4  # seconds added before taking logs of own times (sub-0.1 ms is noise)
 MIN_SPANS = 5  # an operation needs this many spans in both periods to be compared
 # Floors of the peer spreads: an own-time shift under ~10 % (log units), a child-count change
@@ -54,7 +49,7 @@ class TraceProfile:
     """One service's span measures, reference vs observed, and its origin-aware score."""
 
     entity: str
-    mode: Mode
+    reference_kind: ReferenceKind
     spans_reference: int = 0
     spans_observed: int = 0
     own_p50_reference: float = 0.0  # seconds
@@ -98,48 +93,9 @@ class TraceAnalysis:
         p = self.profiles.get(entity)
         if p is None:
             return 0.0
-        own_past = self.comparison.mode is not Mode.PEERS and p.spans_reference >= MIN_SPANS
+        own_past = self.comparison.kind is not ReferenceKind.PEERS and p.spans_reference >= MIN_SPANS
         ahead = lead({e: q.own for e, q in self.profiles.items()}, entity)
         return supported(squash(p.own), own_past, ahead)
-
-
-def _is_error(status: str, attributes: object) -> bool:
-    if status == SpanStatus.ERROR.value:
-        return True
-    if not isinstance(attributes, dict) or not attributes:
-        return False
-    if attributes.get("error") in (True, "true", "True", 1):
-        return True
-    code = attributes.get("http.status_code", attributes.get("http.response.status_code"))
-    try:
-        return code is not None and int(code) >= 500
-    except (TypeError, ValueError):
-        return False
-
-
-def _has_outcome(status: str, attributes: object) -> bool:
-    """Whether a span records how its work ended (a status, an error flag or an HTTP status)."""
-    if status != SpanStatus.UNSET.value:
-        return True
-    keys = ("error", "http.status_code", "http.response.status_code")
-    return isinstance(attributes, dict) and any(k in attributes for k in keys)
-
-
-def _frame(ctx: ToolContext, window: TimeWindow) -> pd.DataFrame:
-    spans = ctx.source.spans(window, limit=MAX_SPANS)
-    return pd.DataFrame(
-        {
-            "trace_id": [s.trace_id for s in spans],
-            "span_id": [s.span_id for s in spans],
-            "parent": [s.parent_span_id for s in spans],
-            "entity": [s.entity for s in spans],
-            "name": [s.name for s in spans],
-            "start": np.array([s.start for s in spans], dtype=np.float64),
-            "end": np.array([s.end for s in spans], dtype=np.float64),
-            "error": [_is_error(s.status.value, dict(s.attributes)) for s in spans],
-            "outcome": [_has_outcome(s.status.value, dict(s.attributes)) for s in spans],
-        }
-    )
 
 
 def self_times(frame: pd.DataFrame) -> pd.DataFrame:
@@ -200,28 +156,13 @@ def _weighted(values: pd.Series, weights: pd.Series) -> pd.Series:
     return num / weights.groupby(level="entity").sum()
 
 
-def span_frame(ctx: ToolContext) -> tuple[pd.DataFrame, Comparison]:
-    """The investigation's spans (one row each: ids, entity, name, times, error and outcome flags)
-    with their reference / observed comparison; fetched once per investigation (cached in `ctx.cache`)
-    for every reader: this tool, and the logs tool that anchors its statement pairs on span starts."""
-    cached = ctx.cache.get(FRAME_KEY)
-    if isinstance(cached, tuple):
-        return cached
-    found = fetch_compared(ctx, lambda w: _frame(ctx, w), "start")
-    ctx.cache[FRAME_KEY] = found
-    return found
-
-
-def analyse(ctx: ToolContext) -> TraceAnalysis:
-    """Profile every service's spans once per investigation (cached in `ctx.cache`)."""
-    cached = ctx.cache.get(CACHE_KEY)
-    if isinstance(cached, TraceAnalysis):
-        return cached
-    frame, cmp = span_frame(ctx)
-    entities = sorted({*ctx.graph.names(), ctx.alert.entity, *frame["entity"].unique()})
-    profiles = {e: TraceProfile(e, cmp.mode) for e in entities}
+def profile_spans(
+    frame: pd.DataFrame, cmp: Comparison, entities: Iterable[str], graph: DependencyGraph
+) -> TraceAnalysis:
+    """Profile every service's spans (`rca.tools.spans` frame) for `entities` and the frame's own."""
+    names = sorted({*entities, *frame["entity"].unique()})
+    profiles = {e: TraceProfile(e, cmp.kind) for e in names}
     result = TraceAnalysis(cmp, profiles)
-    ctx.cache[CACHE_KEY] = result
     if frame.empty:
         return result
     result.outcomes_recorded = bool(frame["outcome"].any())
@@ -253,7 +194,7 @@ def analyse(ctx: ToolContext) -> TraceAnalysis:
         errs = obs.groupby("entity")["own_error"].mean()
         for e, z in robust_peer_z(_as_dict(errs), 0.01).items():
             profiles[e].errors_z = z
-    _attribute(ctx, profiles)
+    _attribute(graph, profiles)
     return result
 
 
@@ -297,7 +238,7 @@ def _scores(
         profiles[e].calls_z = z if profiles[e].calls_change <= CALLS_COLLAPSE else 0.0
 
 
-def _attribute(ctx: ToolContext, profiles: dict[str, TraceProfile]) -> None:
+def _attribute(graph: DependencyGraph, profiles: dict[str, TraceProfile]) -> None:
     """Raw and own scores: structure, calls and errors net of the worst callee's (they propagate up)."""
     for p in profiles.values():
         p.raw = max(0.0, p.latency_z, p.structure_z, p.errors_z, p.calls_z)
@@ -305,7 +246,7 @@ def _attribute(ctx: ToolContext, profiles: dict[str, TraceProfile]) -> None:
         propagating = max(0.0, p.structure_z, p.errors_z, p.calls_z)
         callees = [
             (max(0.0, profiles[c].structure_z, profiles[c].errors_z), c)
-            for c in ctx.graph.callees(e)
+            for c in graph.callees(e)
             if c in profiles and c != e
         ]
         inherited, culprit = max(callees, default=(0.0, None))
@@ -313,86 +254,13 @@ def _attribute(ctx: ToolContext, profiles: dict[str, TraceProfile]) -> None:
         p.inherited_from = culprit if inherited > 0 and p.own < p.raw else None
 
 
-def trace_profile(ctx: ToolContext, entity: str) -> TraceProfile:
-    """The service's trace profile (an empty one for a service without spans)."""
-    analysis = analyse(ctx)
-    return analysis.profiles.get(entity) or TraceProfile(entity, analysis.comparison.mode)
-
-
-def own_latency_z(ctx: ToolContext, entity: str) -> float | None:
-    """How far the service's own span time moved against its own past, when this investigation has
-    analysed its traces (None when it has not, as with the traces tool disabled, or when the service has
-    too few spans in either period to say)."""
-    analysis = ctx.cache.get(CACHE_KEY)
-    if not isinstance(analysis, TraceAnalysis) or analysis.comparison.mode is Mode.PEERS:
-        return None
-    p = analysis.profiles.get(entity)
-    if p is None or min(p.spans_reference, p.spans_observed) < MIN_SPANS:
-        return None
-    return p.latency_z
-
-
-def entity_scores(ctx: ToolContext) -> dict[str, float]:
-    """Own-origin trace score (z-like, >= 0) of every service, for seeding."""
-    return {e: p.own for e, p in analyse(ctx).profiles.items()}
-
-
-def kind_hint(ctx: ToolContext, entity: str) -> FaultKind | None:
-    """LATENCY when the service's own time rose, ERRORS when its own errors or call structure moved."""
-    return trace_profile(ctx, entity).kind
-
-
-class TracesTool:
-    """Is `entity` the origin of the fault, by its spans' own time, own errors and call structure?"""
-
-    name = "traces"
-    source = Source.TRACES
-
-    def run(self, ctx: ToolContext, hypothesis: Hypothesis) -> ToolResult:
-        """Score the service's own trace anomaly, net of what its callees already show."""
-        analysis = analyse(ctx)
-        entity = hypothesis.entity
-        p = trace_profile(ctx, entity)
-        note = analysis.comparison.note
-        if p.spans_observed == 0:
-            return ToolResult(summary=f"traces: no spans of {entity} in the window ({note})")
-        parts = [
-            f"traces: {entity} own time p50 {p.own_p50_reference * 1e3:.1f} -> "
-            f"{p.own_p50_observed * 1e3:.1f} ms, "
-            f"p90 {p.own_p90_reference * 1e3:.1f} -> {p.own_p90_observed * 1e3:.1f} ms ({note})",
-            f"own errors {p.errors_reference} -> {p.errors_observed}",
-            f"latency {p.latency_z:.1f}, structure {p.structure_z:.1f}, calls {p.calls_z:.1f} sigma",
-        ]
-        if p.inherited_from:
-            parts.append(f"part explained by {p.inherited_from}")
-        parts.append(f"own score {p.own:.1f} of {p.raw:.1f}")
-        # Spans that never say how they ended cannot show errors: quiet spans do not clear the entity
-        # of a fault that only its answers or its logs would show.
-        unseen = FaultKind(hypothesis.fault_kind) is FaultKind.ERRORS and not analysis.outcomes_recorded
-        if unseen:
-            parts.append("the spans record no outcome, so errors are unseen")
-        score = unrefuted(analysis.score(entity), unseen)
-        return ToolResult(
-            summary="; ".join(parts),
-            signals={"anomaly_score": round(score, 4)},
-            measurements={
-                "mode": analysis.comparison.mode.value,
-                "spans": p.spans_observed,
-                "spans_reference": p.spans_reference,
-                "own_p50_ms": round(p.own_p50_observed * 1e3, 3),
-                "own_p50_ms_reference": round(p.own_p50_reference * 1e3, 3),
-                "own_p90_ms": round(p.own_p90_observed * 1e3, 3),
-                "own_p90_ms_reference": round(p.own_p90_reference * 1e3, 3),
-                "own_error_spans": p.errors_observed,
-                "own_error_spans_reference": p.errors_reference,
-                "own_shift": round(p.own_shift, 4),
-                "structure_shift": round(p.structure_shift, 4),
-                "calls_change": round(p.calls_change, 4),
-                "latency_z": round(p.latency_z, 3),
-                "structure_z": round(p.structure_z, 3),
-                "calls_z": round(p.calls_z, 3),
-                "errors_z": round(p.errors_z, 3),
-                "raw_z": round(p.raw, 3),
-                "own_z": round(p.own, 3),
-            },
-        )
+def own_time_z(analysis: TraceAnalysis) -> dict[str, float]:
+    """How far each service's own span time moved against its own past, for the services that have
+    enough spans in both periods to say (none when the comparison is with other services)."""
+    if analysis.comparison.kind is ReferenceKind.PEERS:
+        return {}
+    return {
+        e: p.latency_z
+        for e, p in analysis.profiles.items()
+        if min(p.spans_reference, p.spans_observed) >= MIN_SPANS
+    }

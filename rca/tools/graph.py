@@ -1,18 +1,15 @@
-"""Topology: callers, callees and paths between entities, from the dependency graph.
+"""The dependency graph as the tools and the investigation query it: networkx form, call paths and
+observation points.
 
-The graph says what can propagate to what; it can never say that something is broken, so this tool
-returns no decisive signal and its evidence is always inconclusive. It is recorded all the same:
-the path it names is part of the audit trail.
+Shared by every layer above the telemetry model that walks the graph (the tools' origin attribution,
+seeding's blame, the conclusion's frontier and propagation path), so none of them needs another's code.
 """
 
 from __future__ import annotations
 
 import networkx as nx
 
-from rca.core.evidence import Source
-from rca.core.hypotheses import Hypothesis
 from rca.telemetry.model import DependencyGraph
-from rca.tools.base import ToolContext, ToolResult
 
 # Entity kinds that are observation points rather than components: a `remote` node is a caller's
 # client-side record of calls to an endpoint it does not see into (X-Ray's inferred nodes, OpenTelemetry
@@ -45,25 +42,3 @@ def call_path(graph: DependencyGraph, caller: str, callee: str) -> list[str] | N
         return list(nx.shortest_path(g, caller, callee))
     except nx.NetworkXNoPath:
         return None
-
-
-class TopologyTool:
-    """How does `entity` relate to the alerting symptom?"""
-
-    name = "topology"
-    source = Source.TOPOLOGY
-
-    def run(self, ctx: ToolContext, hypothesis: Hypothesis) -> ToolResult:
-        """Callers, callees and the call path from the symptom to the entity."""
-        entity = hypothesis.entity
-        path = call_path(ctx.graph, ctx.alert.entity, entity)
-        route = " -> ".join(path) if path else f"no call path from {ctx.alert.entity}"
-        callers, callees = ctx.graph.callers(entity), ctx.graph.callees(entity)
-        return ToolResult(
-            summary=f"topology: {entity} has {len(callers)} callers, {len(callees)} callees; {route}",
-            measurements={
-                "callers": len(callers),
-                "callees": len(callees),
-                "path_length": len(path) - 1 if path else -1,
-            },
-        )

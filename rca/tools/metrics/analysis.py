@@ -1,0 +1,176 @@
+"""Metrics analysis: pure functions over metric series (no telemetry is read here).
+
+What a series' deviation means for the entity that reports it: which series carry a replaced
+instance's successor, which rates rest on too few requests, how an entity's own deviation scores
+against the incident's noise and its runner-up.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rca.telemetry.model import Direction, FloatArray, MetricSeries, TimeWindow
+from rca.tools.stats import (
+    DOMINANCE,
+    KNEE,
+    Deviation,
+    Family,
+    family_of,
+    same_stream,
+    squash,
+    supported,
+    unrefuted,
+)
+
+PROPAGATING = frozenset({Family.LATENCY, Family.ERRORS})
+# A success or error rate over fewer requests than this per sample is noise (its binomial standard
+# error is too wide to count as evidence), so it is dropped when the entity reports its volume.
+MIN_REQUESTS_FOR_RATES = 5.0
+
+
+@dataclass(frozen=True)
+class FamilyFinding:
+    """The most deviating series of one family of one entity.
+
+    `anchored` is False when the series reported nothing in the incident window before onset while
+    the window reaches back before it: the deviation then rests on the baseline alone, with no local
+    reference that the entity was normal just before the symptom appeared.
+    """
+
+    family: Family
+    metric: str
+    instance: str | None
+    deviation: Deviation
+    onset: float | None  # change point of that series, when one is found
+    anchored: bool = True
+
+
+@dataclass
+class MetricProfile:
+    """Every family's strongest deviation for one entity."""
+
+    entity: str
+    findings: dict[Family, FamilyFinding] = field(default_factory=dict)
+    peaks: dict[Family, float] = field(default_factory=dict)  # worst single point beyond the baseline
+    # Each family's strongest deviation per instance (None: series of the entity as a whole), for
+    # the detail level of a hypothesis: which pod or series carries the entity's fault.
+    instances: dict[Family, dict[str | None, FamilyFinding]] = field(default_factory=dict)
+
+    def z(self, family: Family) -> float:
+        """The family's z-score (0 when the family is absent or moved the good way)."""
+        found = self.findings.get(family)
+        return max(0.0, found.deviation.z) if found else 0.0
+
+
+def handed_over(
+    incident: list[MetricSeries], baseline_keys: set[tuple[str, str | None]]
+) -> list[MetricSeries]:
+    """Instance series cut where they start carrying a successor's points.
+
+    When a pod is replaced, collectors may keep reporting the new pod's values under the old pod's name
+    as well: from then on the old series is the successor's stream (another version, another level),
+    not a change of the old instance, so it is cut where the successor (an instance without baseline
+    points) starts. Flat values shared by chance (two pods at 100 % success) prove no shared stream.
+    """
+    fresh = [
+        s
+        for s in incident
+        if s.instance is not None and (s.name, s.instance) not in baseline_keys and _varies(s.values)
+    ]
+    out = []
+    for series in incident:
+        successors = [
+            f
+            for f in fresh
+            if series.instance is not None
+            and f.name == series.name
+            and f.instance != series.instance
+            and same_stream(series, f)
+        ]
+        if successors:
+            cut = min(float(np.nanmin(f.timestamps[np.isfinite(f.values)])) for f in successors)
+            series = series.within(TimeWindow(min(float(series.timestamps.min(initial=cut)), cut), cut))
+        out.append(series)
+    return out
+
+
+def stuck_at_zero(*parts: FloatArray) -> bool:
+    """Whether every finite value of every part is 0."""
+    values = np.concatenate(parts)
+    finite = values[np.isfinite(values)]
+    return bool(finite.size) and not finite.any()
+
+
+def _varies(values: FloatArray) -> bool:
+    finite = values[np.isfinite(values)]
+    return finite.size > 1 and float(np.ptp(finite)) > 0.0
+
+
+def median_of(values: FloatArray) -> FloatArray:
+    """The median of the finite values as a one-point window (empty when there are none)."""
+    finite = values[np.isfinite(values)]
+    return np.array([np.median(finite)]) if finite.size else finite
+
+
+def requests_per_sample(series: list[MetricSeries], window: TimeWindow) -> dict[str | None, float]:
+    """The median number of requests behind one sample in `window`, per instance (None: the entity's
+    own series), from its traffic series; a rate per second is multiplied by the sampling interval."""
+    out: dict[str | None, float] = {}
+    for s in series:
+        if family_of(s.name) != (Family.TRAFFIC, Direction.BOTH):
+            continue
+        inside = s.within(window)
+        finite = inside.values[np.isfinite(inside.values)]
+        if not finite.size:
+            continue
+        step = float(np.median(np.diff(s.timestamps))) if s.timestamps.size > 1 else 1.0
+        count = float(np.median(finite)) * (step if s.unit.endswith("/s") else 1.0)
+        out[s.instance] = max(out.get(s.instance, 0.0), count)
+    return out
+
+
+def low_volume(series: list[MetricSeries], window: TimeWindow) -> bool:
+    """Whether the entity's request volume in `window` is too small for its rates to mean anything."""
+    volumes = requests_per_sample(series, window)
+    return bool(volumes) and max(volumes.values()) < MIN_REQUESTS_FOR_RATES
+
+
+_QUANTILE = re.compile(r"p(\d{2,3})$")
+
+
+def too_few_for_quantile(name: str, requests: float | None) -> bool:
+    """Whether a latency quantile (`..._p99`) rests on too few requests per sample to be more than the
+    slowest request (p99 needs 100 requests, p90 10): it then follows single slow requests and
+    histogram bucket boundaries, so its jumps say nothing about the entity. Unknown volume keeps it."""
+    m = _QUANTILE.search(name)
+    if m is None or requests is None:
+        return False
+    digits = m.group(1)
+    q = int(digits) / 10.0 ** len(digits)
+    return requests * (1.0 - q) < 1.0
+
+
+# A resource family (CPU, memory) is taken as it is, with no callee to net out: only its lead over
+# every other entity separates a fault from the incident's background churn, so it needs a clearer one.
+RESOURCE_DOMINANCE = 3.0
+
+
+def dominance_for(family: Family) -> float:
+    """The lead over the runner-up a family needs before its deviation can prove an origin."""
+    return DOMINANCE if family in PROPAGATING else RESOURCE_DOMINANCE
+
+
+def origin_score(
+    own: float, noise: float, lead: float, decisive: bool, burst: bool = False, dominance: float = DOMINANCE
+) -> float:
+    """Anomaly score of an own deviation relative to the incident's noise floor.
+
+    Only an entity that did not move refutes (a burst of its own errors, or a new version that never
+    reported, leaves that unknown). One that moved but no more than its peers, that another entity matches
+    (contested), or whose deviation cannot be decisive (see `MetricsTool.run`) stays
+    inconclusive: the metrics cannot tell.
+    """
+    return supported(unrefuted(squash(own / noise), own >= KNEE or burst), decisive, lead, dominance)

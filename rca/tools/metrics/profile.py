@@ -1,0 +1,349 @@
+"""Metrics profiles: per-entity, per-family deviation from the pre-incident baseline, read through the
+investigation's context once and cached, and the origin questions asked of them.
+
+The origin question for a propagating family (latency, errors) is whether an entity's deviation is
+its own or inherited: a caller's latency rises when its callee slows down. An entity is therefore
+credited only with the part of its deviation that its most deviating callee does not already show.
+Resource families (CPU, memory) are the entity's own and are taken as they are. Each profile records
+the series it examined (`rca.tools.facts`), for the explorer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import networkx as nx
+import numpy as np
+
+from rca.core.hypotheses import Hypothesis
+from rca.telemetry.model import Direction, MetricSeries, TimeWindow
+from rca.tools.base import ToolContext
+from rca.tools.facts import ExaminedSeries
+from rca.tools.faults import FaultKind
+from rca.tools.graph import is_view
+from rca.tools.metrics.analysis import (
+    PROPAGATING,
+    FamilyFinding,
+    MetricProfile,
+    handed_over,
+    low_volume,
+    median_of,
+    requests_per_sample,
+    stuck_at_zero,
+    too_few_for_quantile,
+)
+from rca.tools.stats import (
+    KNEE,
+    Deviation,
+    Family,
+    change_point,
+    deviation,
+    family_of,
+    floor_for,
+    peak_z,
+)
+from rca.tools.stats import WINDOW_QUANTILE as WINDOW_Q
+
+
+def _series(ctx: ToolContext, entity: str) -> tuple[list[MetricSeries], list[MetricSeries]]:
+    span = TimeWindow(min(ctx.baseline.start, ctx.incident.start), ctx.incident.end)
+    everything = ctx.source.metrics(entity, span)
+    if ctx.baseline.end <= ctx.incident.start:
+        return everything, everything
+    # The baseline lies elsewhere (a separate normal recording): fetch it on its own.
+    return everything, ctx.source.metrics(entity, ctx.baseline)
+
+
+def before_onset(ctx: ToolContext) -> TimeWindow | None:
+    """The part of the incident window before the alert fired (None when the window starts at onset)."""
+    end = min(ctx.onset, ctx.incident.end)
+    return TimeWindow(ctx.incident.start, end) if end > ctx.incident.start else None
+
+
+# The symptom must deviate this many times the noise knee after onset to time it: an alert metric
+# barely above noise does not say when the symptom appeared.
+CLEAR = 2.0
+
+
+def symptom_quiet_before_onset(ctx: ToolContext) -> bool:
+    """Whether the alert's own metric was normal before onset (its median there, as for the entities
+    judged against it) and clearly deviated from onset on: then the part of
+    the incident window before onset is a time when the symptom did not exist yet. False when the alert
+    names no metric or its series does not show that (the fault may have begun well before the alert,
+    or the alert's metric may not time the symptom at all)."""
+    key = "metrics.symptom_quiet"
+    cached = ctx.cache.get(key)
+    if isinstance(cached, bool):
+        return cached
+    pre, quiet = before_onset(ctx), False
+    kind = family_of(ctx.alert.metric or "")
+    if pre is not None and kind is not None:
+        after = TimeWindow(pre.end, ctx.incident.end)
+        incident_series, baseline_series = _series(ctx, ctx.alert.entity)
+        bases = {(s.name, s.instance): s.within(ctx.baseline).values for s in baseline_series}
+        timed = [
+            (
+                deviation(base, median_of(s.within(pre).values), kind[1], floor_for(kind[0])),
+                deviation(base, s.within(after).values, kind[1], floor_for(kind[0])),
+            )
+            for s in incident_series
+            if s.name == ctx.alert.metric and (base := bases.get((s.name, s.instance))) is not None
+        ]
+        quiet = any(b is not None and a is not None and b.z < KNEE and a.z >= CLEAR * KNEE for b, a in timed)
+    ctx.cache[key] = quiet
+    return quiet
+
+
+def _net_of_pre_onset(
+    dev: Deviation, series: MetricSeries, ctx: ToolContext, direction: Direction
+) -> tuple[Deviation, bool]:
+    """The deviation net of the level the series already held before onset, and whether it reported then.
+
+    Temporal precedence: a level the entity already held while the symptom was still normal did not
+    cause it (nor is it its effect), so only what the entity added beyond it counts. This needs the
+    symptom known to be quiet before onset (an alert may fire long after its fault began). The
+    pre-onset median is used, so a fault starting shortly before the alert still counts in full.
+    """
+    pre = before_onset(ctx)
+    if pre is None:
+        return dev, True
+    values = series.within(pre).values
+    values = values[np.isfinite(values)]
+    if not values.size:
+        return dev, False
+    if not symptom_quiet_before_onset(ctx):
+        return dev, True
+    level = float(np.median(values))
+    return replace(dev, z=min(dev.z, dev.excess_over(level, direction))), True
+
+
+def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
+    """The entity's metric profile, computed once per investigation."""
+    key = f"metrics.profile.{entity}"
+    cached = ctx.cache.get(key)
+    if isinstance(cached, MetricProfile):
+        return cached
+    result = MetricProfile(entity)
+    incident_series, baseline_series = _series(ctx, entity)
+    baselines = {(s.name, s.instance): s.within(ctx.baseline) for s in baseline_series}
+    known = {k for k, s in baselines.items() if np.isfinite(s.values).any()}
+    volumes = requests_per_sample(incident_series, ctx.incident)
+    examined: dict[tuple[str, str | None], MetricSeries] = {}
+    for series in handed_over(incident_series, known):
+        kind = family_of(series.name)
+        base = baselines.get((series.name, series.instance))
+        if kind is None or base is None:
+            continue
+        volume = volumes.get(series.instance, volumes.get(None))
+        if kind[0] is Family.LATENCY and too_few_for_quantile(series.name, volume):
+            continue
+        if kind == (Family.ERRORS, Direction.DOWN) and stuck_at_zero(base.values, series.values):
+            continue  # a success rate of 0 throughout is a collector that does not measure it
+        family, direction = kind
+        window = series.within(ctx.incident)
+        dev = deviation(base.values, window.values, direction, floor_for(family))
+        if dev is None:
+            continue
+        dev, anchored = _net_of_pre_onset(dev, window, ctx, direction)
+        peak = peak_z(base.values, window.values, direction, floor_for(family))
+        result.peaks[family] = max(result.peaks.get(family, 0.0), peak)
+        finding = FamilyFinding(family, series.name, series.instance, dev, None, anchored)
+        best = result.findings.get(family)
+        if best is None or dev.z > best.deviation.z:
+            result.findings[family] = finding
+            examined[family, series.instance] = window
+        per_instance = result.instances.setdefault(family, {})
+        mine = per_instance.get(series.instance)
+        if mine is None or dev.z > mine.deviation.z:
+            per_instance[series.instance] = finding
+    if Family.ERRORS in result.findings and low_volume(incident_series, ctx.incident):
+        del result.findings[Family.ERRORS]
+        result.instances.pop(Family.ERRORS, None)
+    ctx.record.series[entity] = tuple(
+        examined_series(f, examined[f.family, f.instance]) for f in result.findings.values()
+    )
+    ctx.cache[key] = result
+    return result
+
+
+def short_reference_z(ctx: ToolContext, entity: str, family: Family) -> float:
+    """For series without a usable baseline (fewer points than a robust spread needs), how far the
+    entity moved from its own few points before onset to its points after it, in units of their spread
+    (at least the family's relative floor). A lead for ranking only: one or two reference points say too
+    little about normal to prove anything, so the metrics tool never reads this."""
+    key = f"metrics.short.{entity}"
+    cached = ctx.cache.get(key)
+    if not isinstance(cached, dict):
+        cached = {}
+        pre, post = before_onset(ctx), TimeWindow(ctx.onset, max(ctx.onset, ctx.incident.end))
+        incident_series, baseline_series = _series(ctx, entity) if pre is not None else ([], [])
+        usable = {
+            (s.name, s.instance)
+            for s in baseline_series
+            if np.isfinite(s.within(ctx.baseline).values).sum() >= 3
+        }
+        for series in incident_series:
+            kind = family_of(series.name)
+            if kind is None or (series.name, series.instance) in usable or pre is None:
+                continue
+            ref = series.within(pre).values
+            ref = ref[np.isfinite(ref)]
+            after = series.within(post).values
+            after = after[np.isfinite(after)]
+            if not ref.size or not after.size:
+                continue
+            fam, direction = kind
+            level = float(np.median(ref))
+            # Flat at zero before onset (no traffic yet), the relative floor is taken on the level after
+            # it, so that a series starting from nothing ranks as a large move, not an infinite one.
+            scale = max(abs(level), abs(float(np.median(after))))
+            spread = max(float(np.ptp(ref)), floor_for(fam) * scale, 1e-9)
+            high, low = float(np.quantile(after, WINDOW_Q)), float(np.quantile(after, 1 - WINDOW_Q))
+            moved = {Direction.UP: high - level, Direction.DOWN: level - low}.get(
+                direction, max(high - level, level - low)
+            )
+            cached[fam] = max(cached.get(fam, 0.0), max(0.0, moved) / spread)
+        ctx.cache[key] = cached
+    value = cached.get(family, 0.0)
+    return float(value) if isinstance(value, float) else 0.0
+
+
+def own_short_reference_z(ctx: ToolContext, entity: str, family: Family) -> float:
+    """`short_reference_z` net of the strongest callee's, as `own_z` does for propagating families."""
+    raw = short_reference_z(ctx, entity, family)
+    if family not in PROPAGATING or raw <= 0:
+        return raw
+    inherited = [short_reference_z(ctx, c, family) for c in ctx.graph.callees(entity) if c != entity]
+    return max(0.0, raw - max(inherited, default=0.0))
+
+
+def onset_of(ctx: ToolContext, finding: FamilyFinding, entity: str) -> float | None:
+    """When the finding's series changed (ruptures), looked up lazily: only suspects need it."""
+    series = [
+        s
+        for s in ctx.source.metrics(entity, ctx.incident, names=[finding.metric])
+        if s.instance == finding.instance
+    ]
+    if not series:
+        return None
+    return change_point(series[0].timestamps, series[0].values)
+
+
+# The share of entities whose own deviation is taken as the incident's noise floor for a family.
+PEER_QUANTILE = 0.5
+
+
+def peer_noise(ctx: ToolContext, family: Family) -> float:
+    """How much entities of this incident deviate in `family` anyway (at least 1): a distant or noisy
+    baseline makes every entity deviate, and a deviation only means something above that floor."""
+    key = f"metrics.noise.{family.value}"
+    cached = ctx.cache.get(key)
+    if isinstance(cached, float):
+        return cached
+    zs = [
+        own_z(ctx, e, family)[0]
+        for e in ctx.graph.names()
+        if family in metric_profile(ctx, e).findings and not is_view(ctx.graph, e)  # a view repeats a peer
+    ]
+    noise = max(1.0, float(np.quantile(zs, PEER_QUANTILE))) if zs else 1.0
+    ctx.cache[key] = noise
+    return noise
+
+
+def runner_up(ctx: ToolContext, entity: str, family: Family) -> tuple[float, str | None]:
+    """The largest own deviation in `family` of any other component, and who it is. Views (client-side
+    records of calls) are no rivals: they measure some component's calls, often this one's."""
+    others = [
+        (own_z(ctx, e, family)[0], e) for e in ctx.graph.names() if e != entity and not is_view(ctx.graph, e)
+    ]
+    return max(others, default=(0.0, None))
+
+
+def own_z(ctx: ToolContext, entity: str, family: Family) -> tuple[float, float, str | None]:
+    """The entity's own deviation in `family`: (own z, raw z, the callee that explains the rest)."""
+    raw = metric_profile(ctx, entity).z(family)
+    if family not in PROPAGATING:
+        return raw, raw, None
+    callees = [(metric_profile(ctx, c).z(family), c) for c in ctx.graph.callees(entity) if c != entity]
+    if not callees:
+        return raw, raw, None
+    inherited, culprit = max(callees)
+    return max(0.0, raw - inherited), raw, (culprit if inherited > 0 else None)
+
+
+def spans_disown(ctx: ToolContext, entity: str, family: Family) -> float | None:
+    """For latency, how far the entity's own span time moved when the investigation's traces measured it
+    and it stayed within noise (None otherwise). A server-side latency metric includes the time spent
+    waiting on callees; spans separate the entity's own time, so a latency they do not show is not its
+    own."""
+    if family is not Family.LATENCY:
+        return None
+    z = ctx.record.own_time_z.get(entity)
+    return z if z is not None and z < KNEE else None
+
+
+def own_cause(ctx: ToolContext, hypothesis: Hypothesis) -> str | None:
+    """Another kind of fault at the hypothesis's entity that explains its kind, in words; None if none.
+
+    A change whose new version is demonstrably worse explains whatever it moved; a CPU or memory
+    saturation above the incident's noise explains the entity's own latency and errors.
+    """
+    kind = FaultKind(hypothesis.fault_kind)
+    if kind is not FaultKind.BAD_DEPLOY and ctx.record.changes.made_worse(hypothesis.entity):
+        return "its own change made it worse"
+    if kind in (FaultKind.LATENCY, FaultKind.ERRORS):
+        for family in (Family.CPU, Family.MEMORY):
+            z = own_z(ctx, hypothesis.entity, family)[0]
+            if z >= KNEE * peer_noise(ctx, family):
+                return f"its own {family.value} moved {z:.1f} sigma"
+    return None
+
+
+def error_burst(ctx: ToolContext, entity: str) -> float:
+    """The entity's own worst minute of errors beyond anything its baseline showed, net of the worst its
+    callees show (a callee's burst reaches its callers too)."""
+    mine = metric_profile(ctx, entity).peaks.get(Family.ERRORS, 0.0)
+    callees = [c for c in ctx.graph.callees(entity) if c != entity]
+    theirs = [metric_profile(ctx, c).peaks.get(Family.ERRORS, 0.0) for c in callees]
+    return max(0.0, mine - max(theirs, default=0.0))
+
+
+def worse_change_elsewhere(ctx: ToolContext, entity: str) -> list[str]:
+    """Services connected to `entity` whose change shows more against it than `entity`'s own change does
+    (its canary moved, or its new version never served), unless `entity`'s own change made it worse.
+
+    Metrics name where a deviation shows, not why. While a change demonstrably went wrong somewhere in the
+    application, a deviation that no change of the entity's own explains as well may be that change's
+    doing through paths the call graph does not show (data a caller passes on from it, shared nodes),
+    so the entity's metrics cannot prove it the origin."""
+    changes = ctx.record.changes
+    if not changes.entities or changes.made_worse(entity):
+        return []
+    g = ctx.digraph
+    if entity not in g:
+        return []
+    mine = changes.scores().get(entity, 0.0)
+    related = nx.node_connected_component(g.to_undirected(as_view=True), entity)
+    return sorted(
+        e
+        for e, fact in changes.entities.items()
+        if e != entity and e in related and fact.moved and fact.score > mine
+    )
+
+
+def examined_series(finding: FamilyFinding, window: MetricSeries) -> ExaminedSeries:
+    """The fact of one examined series: its finite points in the incident window and its baseline."""
+    finite = np.isfinite(window.values)
+    dev = finding.deviation
+    return ExaminedSeries(
+        window.entity,
+        window.name,
+        window.instance,
+        window.unit,
+        finding.family.value,
+        window.timestamps[finite],
+        window.values[finite],
+        dev.baseline,
+        dev.spread,
+        dev.z,
+    )

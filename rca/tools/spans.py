@@ -1,0 +1,65 @@
+"""The investigation's spans as one frame, fetched once and shared by the tools that read spans (the
+traces tool, and the logs tool that anchors its statement pairs on span starts)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from rca.telemetry.model import SpanStatus, TimeWindow
+from rca.tools.base import ToolContext
+from rca.tools.counts import Comparison, fetch_compared
+
+FRAME_KEY = "spans.frame"
+MAX_SPANS = 1_000_000
+
+
+def _is_error(status: str, attributes: object) -> bool:
+    if status == SpanStatus.ERROR.value:
+        return True
+    if not isinstance(attributes, dict) or not attributes:
+        return False
+    if attributes.get("error") in (True, "true", "True", 1):
+        return True
+    code = attributes.get("http.status_code", attributes.get("http.response.status_code"))
+    try:
+        return code is not None and int(code) >= 500
+    except (TypeError, ValueError):
+        return False
+
+
+def _has_outcome(status: str, attributes: object) -> bool:
+    """Whether a span records how its work ended (a status, an error flag or an HTTP status)."""
+    if status != SpanStatus.UNSET.value:
+        return True
+    keys = ("error", "http.status_code", "http.response.status_code")
+    return isinstance(attributes, dict) and any(k in attributes for k in keys)
+
+
+def _frame(ctx: ToolContext, window: TimeWindow) -> pd.DataFrame:
+    spans = ctx.source.spans(window, limit=MAX_SPANS)
+    return pd.DataFrame(
+        {
+            "trace_id": [s.trace_id for s in spans],
+            "span_id": [s.span_id for s in spans],
+            "parent": [s.parent_span_id for s in spans],
+            "entity": [s.entity for s in spans],
+            "name": [s.name for s in spans],
+            "start": np.array([s.start for s in spans], dtype=np.float64),
+            "end": np.array([s.end for s in spans], dtype=np.float64),
+            "error": [_is_error(s.status.value, dict(s.attributes)) for s in spans],
+            "outcome": [_has_outcome(s.status.value, dict(s.attributes)) for s in spans],
+        }
+    )
+
+
+def span_frame(ctx: ToolContext) -> tuple[pd.DataFrame, Comparison]:
+    """The investigation's spans (one row each: ids, entity, name, times, error and outcome flags)
+    with their reference / observed comparison; fetched once per investigation (cached in `ctx.cache`)
+    for every reader."""
+    cached = ctx.cache.get(FRAME_KEY)
+    if isinstance(cached, tuple):
+        return cached
+    found = fetch_compared(ctx, lambda w: _frame(ctx, w), "start")
+    ctx.cache[FRAME_KEY] = found
+    return found
