@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("incidents", "0009_comment"),
+        ("incidents", "0010_result_document"),
     ]
 
     operations = [
