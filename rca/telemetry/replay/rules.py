@@ -31,8 +31,8 @@ from typing import Any
 
 import yaml
 
-from rca.telemetry.model import Alert
-from rca.telemetry.recorded.alerting import RELATIVE_FLOOR, THRESHOLD, Direction
+from rca.telemetry.model import Alert, Direction
+from rca.telemetry.recorded.alerting import RELATIVE_FLOOR, THRESHOLD
 from rca.telemetry.replay.conventions import (
     CPU_USAGE,
     ERROR_STATUS,
