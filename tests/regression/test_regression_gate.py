@@ -12,6 +12,7 @@ from rca.evaluation.scoring import CaseRow
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
+
 @pytest.mark.slow
 def test_no_dataset_falls_below_its_floor() -> None:
     if not (DATA / "cases_index.csv").is_file():
