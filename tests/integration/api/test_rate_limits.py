@@ -3,6 +3,7 @@ address without one), never refusing a valid token (Redis)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -51,9 +52,12 @@ def tokens(db: None) -> Iterator[list[IssuedToken]]:
     ]
     keys += [failure_key(f"addr:{a}") for a in (ADDRESS, OTHER_ADDRESS)]
     keys += [failure_key("token:" + hash_token(guess)[:16]) for guess in GUESSES]
-    cache.delete_many(keys)
+    # The throttles count per window of the rate's period (a minute here): `<key>:<window number>`.
+    minute = int(time.time() // 60)
+    windows = [f"{key}:{minute + offset}" for key in keys for offset in (-1, 0, 1)]
+    cache.delete_many(windows)
     yield issued
-    cache.delete_many(keys)
+    cache.delete_many(windows)
 
 
 def test_a_token_over_its_rate_gets_429_with_retry_after(
@@ -162,3 +166,20 @@ def test_the_schema_documents_429_on_both_webhooks(viewer: APIClient) -> None:
         responses = schema["paths"][path]["post"]["responses"]
         assert "429" in responses
         assert "Retry-After" in responses["429"]["description"]
+
+
+def test_the_previous_windows_requests_count_for_the_share_still_inside_the_sliding_window(
+    settings: Settings,
+) -> None:
+    """Sliding-window counter: 10/min with 8 requests last minute and 2 this minute, 15 s into it,
+    estimates 8 x 0.75 + 2 = 8 (allowed); Retry-After once over the limit is when the estimate
+    falls under it."""
+    settings.ROOTLINE_INTAKE_RATE = "10/min"
+    throttle = IntakeTokenThrottle()
+    throttle.now = 60 * 1000 + 15.0
+    throttle.counts = (2, 8)
+    assert throttle._estimate() == pytest.approx(8.0)
+    throttle.counts = (5, 8)  # 8 x 0.75 + 5 = 11 >= 10: the previous window must weigh < 5 / 8
+    assert throttle.wait() == pytest.approx(60 * (1 - 5 / 8) - 15 + 1e-3)
+    throttle.counts = (10, 0)  # this window alone is full: wait for the next
+    assert throttle.wait() == pytest.approx(45.0)
