@@ -1,3 +1,5 @@
+"""The pages app's configuration."""
+
 from django.apps import AppConfig
 
 

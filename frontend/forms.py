@@ -6,6 +6,7 @@ from datetime import UTC, datetime, time
 from typing import Any
 
 from django import forms
+from typing_extensions import override
 
 from rca.core.actions import ActionTier
 from rca.incidents.models import Incident
@@ -37,6 +38,7 @@ class SearchForm(forms.Form):
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
 
+    @override
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         since, until = data.get("since"), data.get("until")

@@ -1,3 +1,5 @@
+"""The graph store app's configuration."""
+
 from django.apps import AppConfig
 
 

@@ -1,0 +1,1 @@
+"""Rootline: the Django project and its domain packages."""

@@ -276,16 +276,24 @@ class ProposedChange(Protocol):
     A `Revert` of the cited change and a `ConfigChange` mitigation are both one."""
 
     @property
-    def files(self) -> tuple[FileDiff, ...]: ...
+    def files(self) -> tuple[FileDiff, ...]:
+        """The changed files, each with its diff."""
+        ...
 
     @property
-    def note(self) -> str: ...
+    def note(self) -> str:
+        """What the change does, for the proposal's body."""
+        ...
 
     @property
-    def diff(self) -> str: ...
+    def diff(self) -> str:
+        """The whole change as one unified diff."""
+        ...
 
     @property
-    def message(self) -> str: ...
+    def message(self) -> str:
+        """The commit message."""
+        ...
 
 
 def _change(proposal: ActionProposal, repo: GitHubRepo, config: ActionsConfig) -> ProposedChange:

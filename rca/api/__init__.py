@@ -1,0 +1,1 @@
+"""The REST API: DRF serializers, views, authentication, throttles and the OpenAPI schema."""

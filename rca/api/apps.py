@@ -1,4 +1,7 @@
+"""The REST API app's configuration."""
+
 from django.apps import AppConfig
+from typing_extensions import override
 
 
 class ApiConfig(AppConfig):
@@ -8,5 +11,6 @@ class ApiConfig(AppConfig):
     label = "api"
     verbose_name = "API"
 
+    @override
     def ready(self) -> None:
         from rca.api import schema  # noqa: F401  (registers the OpenAPI security schemes)

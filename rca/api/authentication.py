@@ -9,6 +9,7 @@ from django.contrib.auth.models import AnonymousUser
 from rest_framework.authentication import BaseAuthentication, TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed, Throttled
 from rest_framework.request import Request
+from typing_extensions import override
 
 from rca.api.throttling import ApiTokenFailureThrottle
 from rca.incidents.models import IntakeToken
@@ -27,6 +28,7 @@ class IntakeTokenAuthentication(BaseAuthentication):
 
     keyword = "Bearer"
 
+    @override
     def authenticate(self, request: Request) -> tuple[AnonymousUser, IntakeToken] | None:
         view = request.parser_context.get("view") if request.parser_context else None
         source: str = getattr(view, "intake_source", "")
@@ -52,6 +54,7 @@ class IntakeTokenAuthentication(BaseAuthentication):
             return None
         return AnonymousUser(), token
 
+    @override
     def authenticate_header(self, request: Request) -> str:
         return f'{self.keyword} realm="rootline-intake"'
 
@@ -60,6 +63,7 @@ class ThrottledTokenAuthentication(TokenAuthentication):
     """DRF's `Authorization: Token <key>`, refused with 429 once the client address has failed too often
     (ROOTLINE_API_TOKEN_FAILURE_RATE): guessing keys is limited like guessing passwords."""
 
+    @override
     def authenticate(self, request: Request) -> tuple[Any, Any] | None:
         header = request.META.get("HTTP_AUTHORIZATION", "")
         if header.split(" ", 1)[0].lower() != self.keyword.lower():

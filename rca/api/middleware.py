@@ -19,6 +19,7 @@ class ContentSecurityPolicyMiddleware:
         self.policy: str = getattr(settings, "CONTENT_SECURITY_POLICY", "")
 
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        """The view's response, with the policy added."""
         response = self.get_response(request)
         if self.policy and "Content-Security-Policy" not in response:
             response["Content-Security-Policy"] = self.policy
@@ -37,6 +38,7 @@ class ChunkedBodyMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        """The view's response, a chunked body read first."""
         meta = request.META
         chunked = "chunked" in meta.get("HTTP_TRANSFER_ENCODING", "").lower()
         if chunked and not meta.get("CONTENT_LENGTH") and meta.get("wsgi.input_terminated"):

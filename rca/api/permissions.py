@@ -6,6 +6,7 @@ from typing import Any, ClassVar
 
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
+from typing_extensions import override
 
 from rca.incidents.approvals import Role, has_role
 from rca.incidents.models import IntakeToken
@@ -33,6 +34,7 @@ class IsIntakeSender(BasePermission):
 
     message = "An intake token for this webhook is required."
 
+    @override
     def has_permission(self, request: Request, view: Any) -> bool:
         auth = request.auth
         return isinstance(auth, IntakeToken) and auth.source == view.intake_source

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from typing_extensions import override
 
 from rca.incidents.models import ActionProposal, Alert, Incident, Investigation
 
@@ -15,6 +16,7 @@ class IntakeTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-unty
     target_class = "rca.api.authentication.IntakeTokenAuthentication"
     name = ["intakeBearer", "intakeSignature"]
 
+    @override
     def get_security_definition(self, auto_schema: Any) -> list[dict[str, Any]]:
         return [
             {

@@ -22,6 +22,7 @@ from django.http import HttpRequest
 from redis.exceptions import RedisError
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle, SimpleRateThrottle
+from typing_extensions import override
 
 from rca.incidents.models import IntakeToken
 from rca.incidents.tokens import hash_token
@@ -108,6 +109,7 @@ class IntakeTokenThrottle(_FailOpenThrottle):
     scope = "intake_token"
     setting = "ROOTLINE_INTAKE_RATE"
 
+    @override
     def get_cache_key(self, request: Request, view: Any) -> str | None:
         if not isinstance(request.auth, IntakeToken):
             return None  # refused by the permission check before throttles run
@@ -142,6 +144,7 @@ class IntakeFailureThrottle(_FailureThrottle):
     scope = "intake_failure"
     setting = "ROOTLINE_INTAKE_FAILURE_RATE"
 
+    @override
     def get_cache_key(self, request: Request, view: Any) -> str | None:
         presented = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")[2]
         if presented.strip():
@@ -158,6 +161,7 @@ class ApiTokenFailureThrottle(_FailureThrottle):
     scope = "api_token_failure"
     setting = "ROOTLINE_API_TOKEN_FAILURE_RATE"
 
+    @override
     def get_cache_key(self, request: Request, view: Any) -> str | None:
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
 

@@ -27,6 +27,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
+from typing_extensions import override
 
 from rca.api import serializers as s
 from rca.api.authentication import IntakeTokenAuthentication
@@ -271,6 +272,7 @@ class AlertmanagerWebhookView(_IntakeView):
     intake_source = IntakeSource.ALERTMANAGER
 
     def ingest(self, payload: Any) -> IntakeResult:
+        """Store an Alertmanager webhook payload (as Alertmanager sends it)."""
         return ingest_alertmanager(payload)
 
     @extend_schema(
@@ -290,6 +292,7 @@ class GenericWebhookView(_IntakeView):
     intake_source = IntakeSource.GENERIC
 
     def ingest(self, payload: Any) -> IntakeResult:
+        """Store a generic webhook payload."""
         return ingest_generic(payload)
 
     @extend_schema(
@@ -324,6 +327,7 @@ class IncidentViewSet(viewsets.ReadOnlyModelViewSet[Incident]):
 
     lookup_value_regex = r"\d+"
 
+    @override
     def get_serializer_class(self) -> type[serializers.BaseSerializer[Any]]:
         by_action: dict[str, type[serializers.BaseSerializer[Any]]] = {
             "retrieve": s.IncidentDetailSerializer,
@@ -332,6 +336,7 @@ class IncidentViewSet(viewsets.ReadOnlyModelViewSet[Incident]):
         }
         return by_action.get(self.action or "", s.IncidentListSerializer)
 
+    @override
     def get_queryset(self) -> QuerySet[Incident]:
         if self.action in ("comments", "alerts"):
             return Incident.objects.all()  # only the 404 check: no annotations needed
@@ -491,6 +496,7 @@ class ActionViewSet(
 
     lookup_value_regex = r"\d+"
 
+    @override
     def get_serializer_class(self) -> type[serializers.BaseSerializer[Any]]:
         by_action: dict[str, type[serializers.BaseSerializer[Any]]] = {
             "retrieve": s.ActionDetailSerializer,
@@ -499,6 +505,7 @@ class ActionViewSet(
         }
         return by_action.get(self.action or "", s.ActionProposalSerializer)
 
+    @override
     def get_queryset(self) -> QuerySet[ActionProposal]:
         actions = ActionProposal.objects.select_related("investigation", "decided_by").order_by(
             "-created_at", "-id"

@@ -1,3 +1,5 @@
+"""The evaluation app's configuration."""
+
 from django.apps import AppConfig
 
 

@@ -168,7 +168,7 @@ def ramp_profile(times: np.ndarray, onset: float, end: float) -> np.ndarray:
 
 
 def digraph(graph: DependencyGraph) -> nx.DiGraph:
-    """caller -> callee."""
+    """Caller -> callee."""
     g = nx.DiGraph()
     g.add_nodes_from(graph.names())
     g.add_edges_from((e.caller, e.callee) for e in graph.edges)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
 from django.http import HttpRequest
+from typing_extensions import override
 
 from rca.incidents.models import (
     ActionProposal,
@@ -30,10 +31,14 @@ else:
     # django-stubs declares the admin classes generic, Django does not: subscripting must be a no-op
     # here (django_stubs_ext.monkeypatch does this globally, but it is only a dev dependency).
     class ModelAdmin(admin.ModelAdmin):
+        """Django's ModelAdmin, subscriptable like its stubs."""
+
         def __class_getitem__(cls, item):
             return cls
 
     class TabularInline(admin.TabularInline):
+        """Django's TabularInline, subscriptable like its stubs."""
+
         def __class_getitem__(cls, item):
             return cls
 
@@ -43,6 +48,8 @@ def _all_fields(model: type[Any]) -> tuple[str, ...]:
 
 
 class AlertInline(TabularInline[Alert, Incident]):
+    """An incident's alerts, read-only."""
+
     model = Alert
     extra = 0
     can_delete = False
@@ -52,6 +59,8 @@ class AlertInline(TabularInline[Alert, Incident]):
 
 
 class InvestigationInline(TabularInline[Investigation, Incident]):
+    """An incident's investigations, read-only."""
+
     model = Investigation
     extra = 0
     can_delete = False
@@ -62,6 +71,8 @@ class InvestigationInline(TabularInline[Investigation, Incident]):
 
 @admin.register(Incident)
 class IncidentAdmin(ModelAdmin[Incident]):
+    """Incidents: listed, filtered and searched; their alerts and investigations inline."""
+
     list_display = ("id", "title", "status", "severity", "symptom_entity", "source", "onset", "created_at")
     list_filter = ("status", "source", "severity")
     search_fields = ("title", "symptom_entity", "fingerprint", "group_key")
@@ -72,6 +83,8 @@ class IncidentAdmin(ModelAdmin[Incident]):
 
 @admin.register(Alert)
 class AlertAdmin(ModelAdmin[Alert]):
+    """Alert episodes as received."""
+
     list_display = (
         "id",
         "incident",
@@ -88,11 +101,14 @@ class AlertAdmin(ModelAdmin[Alert]):
     # Alerts are what a sender said; nobody edits them afterwards.
     readonly_fields = _all_fields(Alert)
 
+    @override
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
 
 class HypothesisInline(TabularInline[Hypothesis, Investigation]):
+    """An investigation's hypotheses, read-only."""
+
     model = Hypothesis
     extra = 0
     can_delete = False
@@ -102,6 +118,8 @@ class HypothesisInline(TabularInline[Hypothesis, Investigation]):
 
 
 class ProposalInline(TabularInline[ActionProposal, Investigation]):
+    """An investigation's action proposals, read-only."""
+
     model = ActionProposal
     fk_name = "investigation"  # not `superseded_by`
     extra = 0
@@ -113,6 +131,8 @@ class ProposalInline(TabularInline[ActionProposal, Investigation]):
 
 @admin.register(Investigation)
 class InvestigationAdmin(ModelAdmin[Investigation]):
+    """Investigations: what each concluded, read-only."""
+
     list_display = (
         "id",
         "incident",
@@ -132,11 +152,14 @@ class InvestigationAdmin(ModelAdmin[Investigation]):
     readonly_fields = _all_fields(Investigation)
     inlines = (HypothesisInline, ProposalInline)
 
+    @override
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
 
 class EvidenceInline(TabularInline[Evidence, Hypothesis]):
+    """A hypothesis's evidence, read-only."""
+
     model = Evidence
     extra = 0
     can_delete = False
@@ -146,41 +169,52 @@ class EvidenceInline(TabularInline[Evidence, Hypothesis]):
 
 @admin.register(Hypothesis)
 class HypothesisAdmin(ModelAdmin[Hypothesis]):
+    """Hypotheses and their evidence, read-only."""
+
     list_display = ("id", "investigation", "key", "entity", "fault_kind", "state", "prior", "rank")
     list_filter = ("state", "fault_kind")
     search_fields = ("key", "entity", "fault_kind")
     readonly_fields = _all_fields(Hypothesis)
     inlines = (EvidenceInline,)
 
+    @override
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
 
 @admin.register(Evidence)
 class EvidenceAdmin(ModelAdmin[Evidence]):
+    """Evidence records, read-only: provenance is never edited."""
+
     list_display = ("id", "hypothesis", "seq", "tool", "source", "verdict", "summary", "observed_at")
     list_filter = ("source", "verdict", "tool")
     search_fields = ("summary", "tool", "target", "hypothesis__entity")
     readonly_fields = _all_fields(Evidence)
 
+    @override
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
 
 @admin.register(ActionProposal)
 class ActionProposalAdmin(ModelAdmin[ActionProposal]):
+    """Action proposals, read-only: decisions go through the review pages."""
+
     list_display = ("id", "investigation", "tier", "max_allowed_tier", "title", "status", "decided_by")
     list_filter = ("status", "tier")
     search_fields = ("title", "body", "reason")
     # Decisions go through the approval pages, which write the audit trail; here they are only shown.
     readonly_fields = _all_fields(ActionProposal)
 
+    @override
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
 
 @admin.register(Comment)
 class CommentAdmin(ModelAdmin[Comment]):
+    """Responders' comments on incidents."""
+
     list_display = ("id", "incident", "author", "created_at")
     search_fields = ("body", "author__username", "incident__title")
     list_select_related = ("incident", "author")
@@ -188,18 +222,23 @@ class CommentAdmin(ModelAdmin[Comment]):
     readonly_fields = _all_fields(Comment)
 
     # Append-only: comments are added through rca.incidents.comments (which audits them), never edited.
+    @override
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
+    @override
     def has_change_permission(self, request: HttpRequest, obj: Comment | None = None) -> bool:
         return False
 
+    @override
     def has_delete_permission(self, request: HttpRequest, obj: Comment | None = None) -> bool:
         return False
 
 
 @admin.register(AuditEvent)
 class AuditEventAdmin(ModelAdmin[AuditEvent]):
+    """The audit trail, append-only: never added, changed or deleted here."""
+
     list_display = ("at", "actor_label", "verb", "target_type", "target_id")
     list_filter = ("verb", "target_type")
     search_fields = ("actor_label", "verb", "target_id")
@@ -207,11 +246,14 @@ class AuditEventAdmin(ModelAdmin[AuditEvent]):
     readonly_fields = _all_fields(AuditEvent)
 
     # Append-only: the trail is written by code and can be read here, never added to, changed or deleted.
+    @override
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
+    @override
     def has_change_permission(self, request: HttpRequest, obj: AuditEvent | None = None) -> bool:
         return False
 
+    @override
     def has_delete_permission(self, request: HttpRequest, obj: AuditEvent | None = None) -> bool:
         return False

@@ -1,3 +1,5 @@
+"""The incidents app's configuration."""
+
 from django.apps import AppConfig
 
 

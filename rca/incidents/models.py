@@ -373,9 +373,11 @@ class AuditEventQuerySet(models.QuerySet["AuditEvent"]):
     """Bulk paths that would bypass `AuditEvent.save` / `delete` are refused too."""
 
     def update(self, **kwargs: Any) -> NoReturn:
+        """Refused: audit events are append-only."""
         raise AppendOnlyError("audit events are append-only: update refused")
 
     def delete(self) -> NoReturn:
+        """Refused: audit events are append-only."""
         raise AppendOnlyError("audit events are append-only: delete refused")
 
 

@@ -8,14 +8,17 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
+from typing_extensions import override
 
 
 class Command(BaseCommand):
     help = "Create the local admin user if missing and print its credentials (kept in var/admin_password)."
 
+    @override
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--username", default="admin")
 
+    @override
     def handle(self, *args: Any, **options: Any) -> None:
         username: str = options["username"]
         path = settings.ROOTLINE_VAR_DIR / "admin_password"

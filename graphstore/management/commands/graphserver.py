@@ -6,6 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from typing_extensions import override
 
 from graphstore.launcher import GraphServerError, embedded_server
 
@@ -13,9 +14,11 @@ from graphstore.launcher import GraphServerError, embedded_server
 class Command(BaseCommand):
     help = "Start, stop or report the embedded ArcadeDB graph server (used when NEO4J_URI is unset)."
 
+    @override
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("action", choices=["start", "stop", "status"])
 
+    @override
     def handle(self, *args: Any, **options: Any) -> None:
         if not settings.ROOTLINE_GRAPH.embedded:
             raise CommandError("NEO4J_URI is set: Rootline uses that server, not the embedded one")

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from typing_extensions import override
 
 from graphstore.errors import GraphUnavailable
 from graphstore.sync import rebuild
@@ -29,6 +30,7 @@ class Command(BaseCommand):
         "also removes incidents that no finished investigation backs."
     )
 
+    @override
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--since",
@@ -36,6 +38,7 @@ class Command(BaseCommand):
             help="only investigations finished at or after this time (naive times are UTC)",
         )
 
+    @override
     def handle(self, *args: Any, **options: Any) -> None:
         since = parse_since(options["since"]) if options["since"] is not None else None
         try:

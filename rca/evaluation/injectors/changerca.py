@@ -64,6 +64,7 @@ class ChangeRcaInjector:
         self.cases = [data_dir / r.files[0].rstrip("/") for r in refs if r.files]
 
     def kinds(self) -> tuple[Kind, ...]:
+        """The fault kinds the system's recorded telemetry can show (none without its data)."""
         return (Kind.BAD_DEPLOY,) if self.cases else ()
 
     @cache  # noqa: B019 - one injector per suite
@@ -74,6 +75,7 @@ class ChangeRcaInjector:
         return digraph(_read_dependency(str(case / "dependency.csv.gz"), self._services(case)))
 
     def entities(self, kind: Kind) -> list[str]:
+        """The entities a fault of `kind` can be injected into."""
         if not self.cases:
             return []
         case = self.cases[0]
@@ -82,6 +84,7 @@ class ChangeRcaInjector:
         return sorted(set(self._services(case)) & reach)
 
     def write(self, fault: Fault, out: Path) -> Written | None:
+        """Write the case of `fault` under `out` (None when its effect never trips the alert)."""
         d = draw(fault)
         case = self.cases[int(d.rng.integers(len(self.cases)))]
         g = self._graph(case)

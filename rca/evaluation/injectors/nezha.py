@@ -102,6 +102,7 @@ class NezhaInjector:
 
     # --- what can be injected ---------------------------------------------------------------------
     def kinds(self) -> tuple[Kind, ...]:
+        """The fault kinds the system's recorded telemetry can show (none without its data)."""
         if not self.ready:
             return ()
         if self.has_traces:
@@ -111,6 +112,7 @@ class NezhaInjector:
         return (Kind.LATENCY, Kind.CPU, Kind.MEMORY, Kind.POD_FAILURE)
 
     def entities(self, kind: Kind) -> list[str]:
+        """The entities a fault of `kind` can be injected into."""
         """Services with metrics the entry reaches; with traces, those the normal traces reach (a
         fault in a service no recorded request reaches shows in no trace or log)."""
         services = {service_of(p) for p in self.pods}
@@ -160,6 +162,7 @@ class NezhaInjector:
 
     # --- writing ----------------------------------------------------------------------------------
     def write(self, fault: Fault, out: Path) -> Written | None:
+        """Write the case of `fault` under `out` (None when its effect never trips the alert)."""
         d = draw(fault)
         path = self._path(fault.entity, d.rng)
         if path is None:

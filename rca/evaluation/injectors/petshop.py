@@ -71,9 +71,11 @@ class PetShopInjector:
         return _read_metrics(str(self.root / regime / "noissue" / "metrics.csv"))
 
     def kinds(self) -> tuple[Kind, ...]:
+        """The fault kinds the system's recorded telemetry can show (none without its data)."""
         return (Kind.LATENCY, Kind.ERRORS, Kind.OVERLOAD) if self.regimes else ()
 
     def entities(self, kind: Kind) -> list[str]:
+        """The entities a fault of `kind` can be injected into."""
         """Entities every regime's graph reaches from the entry and whose latency is recorded."""
         common: set[str] | None = None
         for regime, g in self.graphs.items():
@@ -85,6 +87,7 @@ class PetShopInjector:
         return sorted(common or ())
 
     def write(self, fault: Fault, out: Path) -> Written | None:
+        """Write the case of `fault` under `out` (None when its effect never trips the alert)."""
         d = draw(fault)
         regime = self.regimes[int(d.rng.integers(len(self.regimes)))]
         g = self.graphs[regime]

@@ -54,9 +54,11 @@ class RcdInjector:
         return f"{entity}_{metric}" in self.columns
 
     def kinds(self) -> tuple[Kind, ...]:
+        """The fault kinds the system's recorded telemetry can show (none without its data)."""
         return (Kind.CPU, Kind.MEMORY, Kind.LATENCY) if len(self.normals) >= 2 else ()
 
     def entities(self, kind: Kind) -> list[str]:
+        """The entities a fault of `kind` can be injected into."""
         reach = {FRONT_END} | nx.descendants(self.graph, FRONT_END)
         if kind is Kind.LATENCY:
             return sorted(e for e in reach if self._has(e, LATENCIES[0]))
@@ -64,6 +66,7 @@ class RcdInjector:
         return sorted(e for e in reach if self._has(e, wanted))
 
     def write(self, fault: Fault, out: Path) -> Written | None:
+        """Write the case of `fault` under `out` (None when its effect never trips the alert)."""
         d = draw(fault)
         path = injected_path(self.graph, fault.entity, FRONT_END, d.rng)
         if path is None:

@@ -262,6 +262,7 @@ class MinuteFiles:
         return TimeWindow(end - MINUTE + self.tick - 5.0, end + self.tick + 5.0)
 
     def __call__(self, window: TimeWindow) -> pd.DataFrame:
+        """The rows of the minute files that cover `window`."""
         keys = tuple(str(p) for end, p in self.files.items() if self.covered(end).overlaps(window))
         if not keys:
             return empty_frame(self._columns)

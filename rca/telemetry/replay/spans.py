@@ -148,7 +148,7 @@ def _bucket_counts(
 
 
 def _pairs(frame: pd.DataFrame, timeline: Timeline) -> pd.DataFrame:
-    """client -> server requests: a span whose parent span belongs to another service."""
+    """Client -> server requests: a span whose parent span belongs to another service."""
     parents = frame[["span_id", "service", "end", "seconds", "status"]].rename(
         columns={
             "span_id": "parent",

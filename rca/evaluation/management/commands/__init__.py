@@ -1,0 +1,1 @@
+"""`manage.py` commands of the evaluation app: evaluate and inject."""

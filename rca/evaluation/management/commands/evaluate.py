@@ -8,6 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from typing_extensions import override
 
 from rca.evaluation.ablations import VARIANTS
 from rca.evaluation.folds import FOLDINGS, cross_fit, report, table
@@ -22,6 +23,7 @@ class Command(BaseCommand):
         "(and OUTDIR/folds-<by>.json with --folds)."
     )
 
+    @override
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--data",
@@ -54,6 +56,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
 
+    @override
     def handle(self, *args: Any, **options: Any) -> None:
         folders: list[Path] = options["data"] or (
             [Path(settings.ROOTLINE_DATA_DIR)] if settings.ROOTLINE_DATA_DIR else []

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from typing_extensions import override
 
 from rca.evaluation.inject import MAX_ENTITIES, Fault, Kind, Written, generate
 from rca.evaluation.injectors import INJECTORS
@@ -19,6 +20,7 @@ class Command(BaseCommand):
         "OUTDIR/propagation_paths.csv and the case folders in each dataset's own layout."
     )
 
+    @override
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--data", type=Path, default=None, help="folder with the public datasets")
         parser.add_argument("--out", type=Path, required=True, help="output folder (the suite's data folder)")
@@ -47,6 +49,7 @@ class Command(BaseCommand):
             help=f"entities per system and kind, a seeded sample if more (default {MAX_ENTITIES})",
         )
 
+    @override
     def handle(self, *args: Any, **options: Any) -> None:
         data: Path | None = options["data"] or settings.ROOTLINE_DATA_DIR
         if data is None or not (Path(data) / "cases_index.csv").is_file():

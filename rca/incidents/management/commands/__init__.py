@@ -1,0 +1,1 @@
+"""`manage.py` commands of the incidents app: cases, examples, tokens, replay."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from typing_extensions import override
 
 from rca.incidents.models import IntakeToken
 from rca.incidents.tokens import issue_token
@@ -16,6 +17,7 @@ from rca.incidents.tokens import issue_token
 class Command(BaseCommand):
     help = "Create a per-source intake token for the Alertmanager or generic webhook; prints it once."
 
+    @override
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", help="a unique name for the sender, e.g. alertmanager-prod")
         parser.add_argument("--source", required=True, choices=IntakeToken.SOURCES)
@@ -23,6 +25,7 @@ class Command(BaseCommand):
             "--hmac", action="store_true", help="also issue an HMAC secret to sign request bodies with"
         )
 
+    @override
     def handle(self, *args: Any, **options: Any) -> None:
         name: str = options["name"].strip()
         limit = IntakeToken._meta.get_field("name").max_length or 0

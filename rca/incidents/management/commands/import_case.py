@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
+from typing_extensions import override
 
 from rca.incidents.intake import ingest_recorded_case
 from rca.incidents.management.commands._cases import CaseCommand, usage_error
@@ -14,11 +15,13 @@ from rca.telemetry.cases import load_case
 class Command(CaseCommand):
     help = "Create the incident of a recorded case, with its alert and a reference to its telemetry."
 
+    @override
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("dataset", metavar="DATASET", help="e.g. petshop, nezha (see list_cases)")
         parser.add_argument("case_id", metavar="CASE_ID", help="the case id as list_cases prints it")
         self.add_data_argument(parser)
 
+    @override
     def handle(self, *args: Any, **options: Any) -> None:
         dataset: str = options["dataset"]
         case_id: str = options["case_id"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
+from typing_extensions import override
 
 from rca.incidents.intake import ingest_recorded_case
 from rca.incidents.management.commands._cases import CaseCommand, usage_error
@@ -17,12 +18,14 @@ class Command(CaseCommand):
         "opens on real, investigated incidents (idempotent)."
     )
 
+    @override
     def add_arguments(self, parser: CommandParser) -> None:
         self.add_data_argument(parser)
         parser.add_argument(
             "--per-system", type=int, default=1, help="cases per dataset and system (default 1)"
         )
 
+    @override
     def handle(self, *args: Any, **options: Any) -> None:
         per_system: int = options["per_system"]
         if per_system < 1:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.management.base import CommandParser
+from typing_extensions import override
 
 from rca.incidents.management.commands._cases import CaseCommand, usage_error
 
@@ -14,6 +15,7 @@ ALL = "all"
 class Command(CaseCommand):
     help = "List recorded cases (dataset, case id, system, split, telemetry) from the case index."
 
+    @override
     def add_arguments(self, parser: CommandParser) -> None:
         self.add_data_argument(parser)
         parser.add_argument(
@@ -24,6 +26,7 @@ class Command(CaseCommand):
             "--split", default=ALL, help="a split the index names (e.g. dev), or all (default: all)"
         )
 
+    @override
     def handle(self, *args: Any, **options: Any) -> None:
         split: str = options["split"]
         refs = self.index(self.data_dir(options))

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
+from typing_extensions import override
 
 from rca.incidents.management.commands._cases import CaseCommand, usage_error
 from rca.incidents.tokens import issue_token
@@ -28,6 +29,7 @@ from rca.telemetry.replay.replay import (
 class Command(CaseCommand):
     help = "Replay a recorded case into a Prometheus data dir, with alert rules and an Alertmanager config."
 
+    @override
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("case_id", metavar="CASE_ID", help="the case id as list_cases prints it")
         self.add_data_argument(parser)
@@ -50,6 +52,7 @@ class Command(CaseCommand):
             help="the Alertmanager intake token to present (default: issue a new one)",
         )
 
+    @override
     def handle(self, *args: Any, **options: Any) -> None:
         case_id: str = options["case_id"]
         data_dir = self.data_dir(options)
