@@ -14,11 +14,12 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import OuterRef, Subquery
 
 from frontend import figures
+from frontend.timeline import EvidenceLine, timeline
 from rca.core.actions import ISSUE_AT, PATCH_AT, PULL_REQUEST_AT, ActionTier
-from rca.incidents.models import ActionProposal, AuditEvent, Evidence, Hypothesis, Incident, Investigation
+from rca.incidents.models import ActionProposal, AuditEvent, Hypothesis, Incident, Investigation
 from rca.incidents.results import result_document
 from rca.investigation.document import ResultDocument
 from rca.investigation.narrative import outcome_sentence
@@ -42,49 +43,6 @@ GATE_CLAUSES = {
 FINISHED = (Investigation.Status.SUCCEEDED, Investigation.Status.FAILED)
 
 
-# --- incident list -------------------------------------------------------------------------------------
-
-
-def _latest(field_name: str) -> Subquery:
-    latest = Investigation.objects.filter(incident=OuterRef("pk")).order_by("-created_at", "-pk")
-    return Subquery(latest.values(field_name)[:1])
-
-
-def incident_list(
-    *, status: str = "", severity: str = "", service: str = "", q: str = ""
-) -> QuerySet[Incident]:
-    """Incidents, newest first, filtered, each annotated with its latest investigation's verdict."""
-    rows = Incident.objects.all()
-    if status:
-        rows = rows.filter(status=status)
-    if severity:
-        rows = rows.filter(severity=severity)
-    if service:
-        rows = rows.filter(symptom_entity=service)
-    if q:
-        rows = rows.filter(title__icontains=q)
-    return rows.annotate(
-        latest_status=_latest("status"),
-        latest_tier=_latest("tier"),
-        latest_exit=_latest("exit"),
-        latest_root=_latest("root_cause_entity"),
-    ).order_by("-created_at", "-pk")
-
-
-def filter_options() -> dict[str, list[str]]:
-    """Choices for the list filters: the statuses, and the severities and services that occur."""
-
-    def distinct(name: str) -> list[str]:
-        values = Incident.objects.exclude(**{name: ""}).values_list(name, flat=True).distinct()
-        return sorted(values.order_by())
-
-    return {
-        "statuses": [s.value for s in Incident.Status],
-        "severities": distinct("severity"),
-        "services": distinct("symptom_entity"),
-    }
-
-
 # --- incident detail -----------------------------------------------------------------------------------
 
 
@@ -95,17 +53,21 @@ def latest_investigation(incident: Incident) -> Investigation | None:
 
 @dataclass
 class HypothesisNode:
-    """A hypothesis with its evidence and its children (by parent_key), for the tree."""
+    """A hypothesis with its evidence lines (shown in the timeline, linked from here) and its
+    children (by parent_key), for the tree."""
 
     hypothesis: Hypothesis
-    evidence: list[Evidence]
+    lines: list[EvidenceLine]
     children: list[HypothesisNode] = field(default_factory=list)
 
 
-def hypothesis_tree(investigation: Investigation) -> tuple[list[HypothesisNode], list[Hypothesis]]:
-    """Roots of the hypothesis tree in rank order (an orphan, whose parent is unknown, is a root too)."""
-    hypotheses = list(investigation.hypotheses.order_by("rank", "key").prefetch_related("evidence"))
-    nodes = {h.key: HypothesisNode(h, list(h.evidence.all())) for h in hypotheses}
+def hypothesis_tree(
+    investigation: Investigation, lines: Mapping[str, list[EvidenceLine]]
+) -> tuple[list[HypothesisNode], list[Hypothesis]]:
+    """Roots of the hypothesis tree in rank order (an orphan, whose parent is unknown, is a root too);
+    `lines` are the evidence lines of each hypothesis key."""
+    hypotheses = list(investigation.hypotheses.order_by("rank", "key"))
+    nodes = {h.key: HypothesisNode(h, lines.get(h.key, [])) for h in hypotheses}
     roots: list[HypothesisNode] = []
     for h in hypotheses:
         parent = nodes.get(h.parent_key) if h.parent_key and h.parent_key != h.key else None
@@ -203,16 +165,17 @@ def gate_clause(gate: Mapping[str, Any]) -> str:
 def detail(incident: Incident) -> dict[str, Any]:
     """Everything the incident page shows, as template context."""
     investigation = latest_investigation(incident)
+    events = timeline(incident)
     context: dict[str, Any] = {
         "incident": incident,
-        "alerts": list(incident.alerts.all()[:20]),
+        "timeline": events.entries,
         "investigation": investigation,
         "attempts": incident.investigations.count(),
         "running": investigation is not None and investigation.status not in FINISHED,
     }
     if investigation is None or investigation.status != Investigation.Status.SUCCEEDED:
         return context
-    roots, hypotheses = hypothesis_tree(investigation)
+    roots, hypotheses = hypothesis_tree(investigation, events.by_hypothesis)
     proposals = list(investigation.proposals.select_related("decided_by"))
     ceiling = proposals[0].max_allowed_tier if proposals else ""
     document = _document(investigation)
@@ -224,7 +187,9 @@ def detail(incident: Incident) -> dict[str, Any]:
             "clause": gate_clause(stored["gate"]),
             "tree": roots,
             "hypothesis_count": len(hypotheses),
-            "chain": stored["chain"],
+            # The evidence lines themselves are in the timeline; the chain links to them.
+            "chain": {**stored["chain"], "evidence": []},
+            "chain_lines": events.validating,
             "path": stored["path"],
             "ladder": ladder(investigation, ceiling),
             "proposals": proposals,
@@ -235,6 +200,14 @@ def detail(incident: Incident) -> dict[str, Any]:
     )
     context["similar"], context["similar_note"] = similar_incidents(incident, investigation)
     return context
+
+
+def _distinct_chain(document: ResultDocument | None) -> dict[str, Any]:
+    """The stored evidence chain with each evidence line once."""
+    if document is None:
+        return {}
+    chain = document.chain.model_copy(update={"evidence": document.chain.distinct_evidence()})
+    return chain.model_dump(mode="json")
 
 
 def _document(investigation: Investigation) -> ResultDocument:
@@ -479,7 +452,7 @@ def action_review(proposal: ActionProposal, user: Any) -> dict[str, Any]:
             if not undecided
             else "Only a responder or approver may reject."
         ),
-        "chain": stored.get("chain") or {},
+        "chain": _distinct_chain(document),
         "path": stored.get("path") or [],
         "ladder": ladder(investigation, ceiling.value),
         "trail": list(trail[:100]),

@@ -13,14 +13,16 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from frontend import presenters
+from frontend import lists, presenters
 from frontend.access import viewer_required
 from frontend.forms import DecisionForm, IncidentFilterForm, SearchForm
 from rca.core.actions import ActionTier
 from rca.health import run_checks
+from rca.incidents import listing, workflow
 from rca.incidents.approvals import ApprovalError, Role, approve, has_role, reject, request_rerun
-from rca.incidents.comments import COMMENT_MAX_LENGTH, CommentError, add_comment, comments_of
+from rca.incidents.comments import COMMENT_MAX_LENGTH, CommentError, add_comment
 from rca.incidents.models import ActionProposal, Incident, Investigation
+from rca.incidents.workflow import WorkflowError, assignable_users
 
 PAGE_SIZE = 25
 # A refused decision answers with the status the API uses for the same refusal.
@@ -50,10 +52,12 @@ def status(request: HttpRequest) -> HttpResponse:
 @viewer_required
 @require_GET
 def incident_list(request: HttpRequest) -> HttpResponse:
-    """Incidents, newest first, with filters, a title search and pagination."""
+    """Incidents with their status, assignee, confidence and tier: filtered, sorted by any column
+    (newest first by default) and paginated."""
     form = IncidentFilterForm(request.GET)
-    values = form.values()
-    page = Paginator(presenters.incident_list(**values), PAGE_SIZE).get_page(request.GET.get("page"))
+    sort = form.sort_key()
+    rows = listing.incidents(form.filters(), sort)
+    page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
     return render(
@@ -61,10 +65,28 @@ def incident_list(request: HttpRequest) -> HttpResponse:
         "frontend/incident_list.html",
         {
             "page": page,
-            "filters": values,
-            "options": presenters.filter_options(),
+            "filters": form.values(),
+            "options": lists.filter_options(),
+            "headers": lists.headers(query, sort),
             "query": query.urlencode(),
             "tier_labels": presenters.TIER_LABELS,
+        },
+    )
+
+
+@viewer_required
+@require_GET
+def action_inbox(request: HttpRequest) -> HttpResponse:
+    """The approval inbox: actions awaiting a decision, newest first, with their tier, the tier the
+    evidence allows, the confidence and who may decide."""
+    page = Paginator(lists.waiting(), PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "frontend/inbox.html",
+        {
+            "page": page,
+            "rows": lists.awaiting(page.object_list, request.user),
+            "approvers": lists.approvers(),
         },
     )
 
@@ -87,7 +109,8 @@ def _incident_page(
         {
             "can_rerun": responder,
             "can_comment": responder,
-            "comments": list(comments_of(incident)),
+            "can_change": responder,
+            "assignees": list(assignable_users().values_list("username", flat=True)),
             "comment_max_length": COMMENT_MAX_LENGTH,
             **extra,
         }
@@ -109,6 +132,43 @@ def incident_comment(request: HttpRequest, pk: int) -> HttpResponse:
         code = 403 if exc.code == CommentError.FORBIDDEN else 400
         return _incident_page(request, incident, code, comment_error=exc.message, comment_body=body)
     messages.success(request, "Comment added.")
+    return redirect(reverse("frontend:incident", args=[pk]))
+
+
+# A refused workflow change answers with the status the API uses for the same refusal.
+WORKFLOW_REFUSAL_STATUS = {
+    WorkflowError.FORBIDDEN: 403,
+    WorkflowError.WRONG_STATE: 409,
+    WorkflowError.INVALID: 400,
+}
+WORKFLOW_DONE = {
+    "acknowledge": "Acknowledged.",
+    "assign": "Assignment changed.",
+    "resolve": "Resolved.",
+    "reopen": "Reopened.",
+}
+
+
+@viewer_required
+@require_POST
+def incident_workflow(request: HttpRequest, pk: int, step: str) -> HttpResponse:
+    """Acknowledge, assign, resolve or reopen the incident (rca.incidents.workflow checks the role and
+    the state, and audits); a refusal re-renders the page with the reason."""
+    incident = get_object_or_404(Incident, pk=pk)
+    try:
+        if step == "acknowledge":
+            workflow.acknowledge(incident, request.user)
+        elif step == "assign":
+            workflow.assign(incident, request.user, request.POST.get("assignee") or None)
+        elif step == "resolve":
+            workflow.resolve(incident, request.user, request.POST.get("note", ""))
+        else:
+            workflow.reopen(incident, request.user, request.POST.get("note", ""))
+    except WorkflowError as exc:
+        incident.refresh_from_db()
+        status = WORKFLOW_REFUSAL_STATUS.get(exc.code, 400)
+        return _incident_page(request, incident, status, workflow_error=exc.message)
+    messages.success(request, WORKFLOW_DONE[step])
     return redirect(reverse("frontend:incident", args=[pk]))
 
 
