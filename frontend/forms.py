@@ -42,9 +42,16 @@ class IncidentFilterForm(forms.Form):
 
     def filters(self) -> listing.IncidentFilters:
         """The filters as the list query takes them."""
-        values = self.values()
-        assigned = {"yes": True, "no": False}.get(values.pop("assigned"))
-        return listing.IncidentFilters(assigned=assigned, **values)
+        v = self.values()
+        return listing.IncidentFilters(
+            status=v["status"],
+            severity=v["severity"],
+            service=v["service"],
+            q=v["q"],
+            assignee=v["assignee"],
+            assigned={"yes": True, "no": False}.get(v["assigned"]),
+            tier=v["tier"],
+        )
 
 
 class SearchForm(forms.Form):
