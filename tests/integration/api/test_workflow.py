@@ -24,13 +24,16 @@ def test_a_responder_runs_the_whole_workflow(responder: APIClient) -> None:
     incident = factories.incident()
     ack = responder.post(url(incident, "acknowledge"))
     assert ack.status_code == 200, ack.content
-    assert ack.json()["acknowledged_at"] and ack.json()["acknowledged_by"].startswith("responder")
+    assert ack.json()["acknowledged_at"]
+    assert ack.json()["acknowledged_by"].startswith("responder")
     assigned = responder.post(url(incident, "assign"), {"assignee": "alan"}, format="json")
-    assert assigned.status_code == 200 and assigned.json()["assignee"] == "alan"
+    assert assigned.status_code == 200
+    assert assigned.json()["assignee"] == "alan"
     resolved = responder.post(url(incident, "resolve"), {"note": "rolled back"}, format="json")
     assert resolved.json()["status"] == "resolved"
     reopened = responder.post(url(incident, "reopen"), {}, format="json")
-    assert reopened.json()["status"] == "open" and reopened.json()["acknowledged_at"] is None
+    assert reopened.json()["status"] == "open"
+    assert reopened.json()["acknowledged_at"] is None
     unassigned = responder.post(url(incident, "assign"), {"assignee": None}, format="json")
     assert unassigned.json()["assignee"] is None
     assert AuditEvent.objects.filter(verb="incident.assigned").count() == 2
@@ -56,7 +59,8 @@ def test_wrong_state_is_409_and_bad_input_400(responder: APIClient) -> None:
     assert bad.status_code == 400
     assert "not an active user with the responder role" in bad.json()["errors"]["assignee"]
     missing = responder.post(url(incident, "assign"), {}, format="json")
-    assert missing.status_code == 400 and "assignee" in missing.json()["errors"]
+    assert missing.status_code == 400
+    assert "assignee" in missing.json()["errors"]
     too_long = responder.post(url(incident, "resolve"), {"note": "x" * 2001}, format="json")
     assert too_long.status_code == 400
     assert responder.post("/api/v1/incidents/999999/acknowledge/").status_code == 404
@@ -78,7 +82,8 @@ def test_list_shows_assignee_confidence_and_tier_and_filters_by_them(
     assert rows[owned.pk]["latest_confidence"] == pytest.approx(0.92)
     assert rows[owned.pk]["latest_tier"] == "pull_request"
     assert rows[loose.pk]["latest_tier"] == "patch"
-    assert rows[bare.pk]["latest_confidence"] is None and rows[bare.pk]["assignee"] is None
+    assert rows[bare.pk]["latest_confidence"] is None
+    assert rows[bare.pk]["assignee"] is None
 
     def ids(query: str) -> list[int]:
         response = viewer.get(f"/api/v1/incidents/?{query}")
@@ -94,4 +99,5 @@ def test_list_shows_assignee_confidence_and_tier_and_filters_by_them(
     assert ids("ordering=assignee")[0] == owned.pk
     assert ids("ordering=id") == [owned.pk, loose.pk, bare.pk]
     unknown = viewer.get("/api/v1/incidents/?ordering=secret_column")
-    assert unknown.status_code == 400 and "ordering" in unknown.json()["errors"]
+    assert unknown.status_code == 400
+    assert "ordering" in unknown.json()["errors"]

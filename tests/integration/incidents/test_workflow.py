@@ -27,14 +27,18 @@ def test_acknowledge_assign_resolve_reopen_each_audited() -> None:
     incident = factories.incident()
 
     workflow.acknowledge(incident, rita)
-    assert incident.acknowledged_by == rita and incident.acknowledged_at is not None
+    assert incident.acknowledged_by == rita
+    assert incident.acknowledged_at is not None
     workflow.assign(incident, rita, "alan")
     assert incident.assignee == alan
     workflow.resolve(incident, alan, "  pool resized  ")
-    assert incident.status == Incident.Status.RESOLVED and incident.resolved_at is not None
+    assert incident.status == Incident.Status.RESOLVED
+    assert incident.resolved_at is not None
     workflow.reopen(incident, rita)
     assert incident.status == Incident.Status.OPEN
-    assert incident.resolved_at is None and incident.acknowledged_at is None and incident.acknowledged_by is None
+    assert incident.resolved_at is None
+    assert incident.acknowledged_at is None
+    assert incident.acknowledged_by is None
     assert incident.assignee == alan  # the owner stays with a reopened incident
 
     assert verbs(incident) == [
@@ -64,7 +68,8 @@ def test_a_viewer_or_a_user_without_role_is_refused_and_the_refusal_audited(role
         assert refused.value.code == WorkflowError.FORBIDDEN
         assert verbs(incident)[-1] == verb
     incident.refresh_from_db()
-    assert incident.status == Incident.Status.OPEN and incident.acknowledged_at is None
+    assert incident.status == Incident.Status.OPEN
+    assert incident.acknowledged_at is None
 
 
 def test_states_are_checked() -> None:
@@ -102,7 +107,8 @@ def test_assign_only_to_an_active_responder_or_higher() -> None:
     for name in ("vic", "gone", "nobody-such"):
         with pytest.raises(WorkflowError) as refused:
             workflow.assign(incident, rita, name)
-        assert refused.value.code == WorkflowError.INVALID and refused.value.field == "assignee"
+        assert refused.value.code == WorkflowError.INVALID
+        assert refused.value.field == "assignee"
     workflow.assign(incident, rita, "rita")
     with pytest.raises(WorkflowError, match="already assigned to rita"):
         workflow.assign(incident, rita, "rita")
