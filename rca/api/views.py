@@ -406,11 +406,13 @@ class IncidentViewSet(viewsets.ReadOnlyModelViewSet[Incident]):
     @action(detail=True, methods=["post"])
     def resolve(self, request: Request, pk: str | None = None) -> Response:
         """Resolve the incident (responder or approver)."""
+        return self._noted(request, workflow.resolve)
+
+    def _noted(self, request: Request, change: Callable[[Incident, Any, str], object]) -> Response:
+        """A workflow change that takes an optional note (resolve, reopen)."""
         body = s.NoteSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        return self._workflow(
-            lambda incident: workflow.resolve(incident, request.user, body.validated_data["note"])
-        )
+        return self._workflow(lambda incident: change(incident, request.user, body.validated_data["note"]))
 
     @extend_schema(
         request=s.NoteSerializer,
@@ -422,11 +424,7 @@ class IncidentViewSet(viewsets.ReadOnlyModelViewSet[Incident]):
     @action(detail=True, methods=["post"])
     def reopen(self, request: Request, pk: str | None = None) -> Response:
         """Reopen the incident (responder or approver)."""
-        body = s.NoteSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        return self._workflow(
-            lambda incident: workflow.reopen(incident, request.user, body.validated_data["note"])
-        )
+        return self._noted(request, workflow.reopen)
 
     @extend_schema(
         responses={200: s.AlertSerializer(many=True), **_errors(401, 403, 404)},

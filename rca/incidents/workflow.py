@@ -27,24 +27,18 @@ from django.utils import timezone
 
 from rca.incidents.approvals import Role, User, has_role
 from rca.incidents.models import Incident
-from rca.incidents.services import record_audit
+from rca.incidents.services import Refusal, record_audit
 
 # The longest note accepted with a resolution (characters): a sentence or two; comments hold the rest.
 NOTE_MAX_LENGTH = 2_000
 
 
-class WorkflowError(Exception):
+class WorkflowError(Refusal):
     """A workflow change was refused; `code` is one of the class constants, `message` says why."""
 
     FORBIDDEN = "forbidden"
     WRONG_STATE = "wrong_state"
     INVALID = "invalid"
-
-    def __init__(self, code: str, message: str, field: str = "") -> None:
-        self.code = code
-        self.message = message
-        self.field = field
-        super().__init__(f"{code}: {message}")
 
 
 def assignable_users() -> QuerySet[Any]:

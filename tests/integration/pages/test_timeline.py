@@ -7,10 +7,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 from django.utils.html import escape
@@ -18,14 +16,12 @@ from django.utils.html import escape
 from rca.incidents import workflow
 from rca.incidents.approvals import approve
 from rca.incidents.comments import add_comment
-from rca.incidents.investigations import run_investigation
 from rca.incidents.models import Alert, Incident
 from rca.incidents.results import result_document
 from tests.integration.api import factories
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
-DATA = Path(__file__).resolve().parents[4] / "shared" / "data"
 CASE = ("rcd-sockshop", "rcd/carts-cpu/1")
 ENTRY = re.compile(r'<li class="tl tl-(\w+)"[^>]*>\s*<p class="tl-head"><time datetime="([^"]+)"')
 
@@ -33,12 +29,7 @@ ENTRY = re.compile(r'<li class="tl tl-(\w+)"[^>]*>\s*<p class="tl-head"><time da
 @pytest.fixture
 def case() -> Incident:
     """A recorded case imported and investigated by the engine, synchronously."""
-    if not (DATA / "cases_index.csv").is_file():
-        pytest.skip(f"public datasets not found at {DATA}")
-    call_command("import_case", *CASE, "--data", str(DATA), verbosity=0)
-    incident = Incident.objects.get(recorded_case__case_id=CASE[1])
-    run_investigation(incident.investigations.get().pk)
-    return incident
+    return factories.investigated_case(*CASE)
 
 
 def kinds(html: str) -> list[str]:
