@@ -1,4 +1,5 @@
-"""Page views: parse the request, call `frontend.presenters` (reads), `rca.incidents.approvals`
+"""Page views: parse the request, call the page's reader (`frontend.incident_page`, `lists`,
+`action_page`, `explorer_page`, `past_incidents`), `rca.incidents.approvals`
 (decisions) or `rca.incidents.comments` (comments), render. Every page needs a signed-in user holding
 a role (`frontend.access`); every form carries a CSRF token."""
 
@@ -13,9 +14,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from frontend import lists, presenters
+from frontend import action_page, explorer_page, incident_page, lists, past_incidents
 from frontend.access import viewer_required
 from frontend.forms import DecisionForm, IncidentFilterForm, SearchForm
+from frontend.labels import TIER_LABELS
 from rca.core.actions import ActionTier
 from rca.health import run_checks
 from rca.incidents import listing, workflow
@@ -69,7 +71,7 @@ def incident_list(request: HttpRequest) -> HttpResponse:
             "options": lists.filter_options(),
             "headers": lists.headers(query, sort),
             "query": query.urlencode(),
-            "tier_labels": presenters.TIER_LABELS,
+            "tier_labels": TIER_LABELS,
         },
     )
 
@@ -103,7 +105,7 @@ def _incident_page(
     request: HttpRequest, incident: Incident, status: int = 200, **extra: object
 ) -> HttpResponse:
     """The incident page; `extra` adds to its context (a refused comment's error and text)."""
-    context = presenters.detail(incident)
+    context = incident_page.detail(incident)
     responder = has_role(request.user, Role.RESPONDER)
     context.update(
         {
@@ -198,7 +200,7 @@ def incident_rerun(request: HttpRequest, pk: int) -> HttpResponse:
 def incident_progress(request: HttpRequest, pk: int) -> JsonResponse:
     """The latest investigation's status and progress, polled by the detail page while it runs."""
     incident = get_object_or_404(Incident, pk=pk)
-    response = JsonResponse(presenters.progress(incident))
+    response = JsonResponse(incident_page.progress(incident))
     response["Cache-Control"] = "no-store"
     return response
 
@@ -215,7 +217,7 @@ def explorer(request: HttpRequest, pk: int) -> HttpResponse:
     )
     context: dict[str, object] = {"incident": incident, "investigation": investigation}
     if investigation is not None:
-        context.update(presenters.explorer(incident, investigation))
+        context.update(explorer_page.explorer(incident, investigation))
     return render(request, "frontend/explorer.html", context)
 
 
@@ -228,7 +230,7 @@ def action_review(request: HttpRequest, pk: int) -> HttpResponse:
     )
     if request.method == "POST":
         return _decide(request, proposal)
-    return render(request, "frontend/action_review.html", presenters.action_review(proposal, request.user))
+    return render(request, "frontend/action_review.html", action_page.action_review(proposal, request.user))
 
 
 def _decide(request: HttpRequest, proposal: ActionProposal) -> HttpResponse:
@@ -236,7 +238,7 @@ def _decide(request: HttpRequest, proposal: ActionProposal) -> HttpResponse:
     once-only on the server (and audits refusals); a refusal re-renders the page with its reason."""
     form = DecisionForm(request.POST)
     if not form.is_valid():
-        context = presenters.action_review(proposal, request.user)
+        context = action_page.action_review(proposal, request.user)
         context.update(
             {"error": "The decision was not understood.", "reason": request.POST.get("reason", "")}
         )
@@ -255,7 +257,7 @@ def _decide(request: HttpRequest, proposal: ActionProposal) -> HttpResponse:
             messages.success(request, "Rejected.")
     except ApprovalError as exc:
         proposal.refresh_from_db()
-        context = presenters.action_review(proposal, request.user)
+        context = action_page.action_review(proposal, request.user)
         context.update({"error": exc.message, "error_code": exc.code, "reason": reason, "decision": decision})
         return render(
             request, "frontend/action_review.html", context, status=REFUSAL_STATUS.get(exc.code, 400)
@@ -268,13 +270,13 @@ def _decide(request: HttpRequest, proposal: ActionProposal) -> HttpResponse:
 def search(request: HttpRequest) -> HttpResponse:
     """Past-incident search: text (by meaning, through incident memory) and filters."""
     form = SearchForm(request.GET or None)
-    results: list[presenters.PastIncident] = []
+    results: list[past_incidents.PastIncident] = []
     note = ""
-    query = presenters.SearchQuery()
+    query = past_incidents.SearchQuery()
     if form.is_bound and form.is_valid():
         data = form.cleaned_data
         until = SearchForm.day_start(data["until"])
-        query = presenters.SearchQuery(
+        query = past_incidents.SearchQuery(
             q=data["q"],
             service=data["service"],
             fault_kind=data["fault_kind"],
@@ -283,7 +285,7 @@ def search(request: HttpRequest) -> HttpResponse:
             until=until + timedelta(days=1) if until else None,  # the end date is inclusive on the page
         )
         if not query.empty:
-            results, note = presenters.search(query)
+            results, note = past_incidents.search(query)
     return render(
         request,
         "frontend/search.html",
@@ -292,7 +294,7 @@ def search(request: HttpRequest) -> HttpResponse:
             "query": query,
             "results": results,
             "note": note,
-            "options": presenters.search_options(),
-            "tier_labels": presenters.TIER_LABELS,
+            "options": past_incidents.search_options(),
+            "tier_labels": TIER_LABELS,
         },
     )
