@@ -28,6 +28,8 @@ from rca.investigation.narrative import outcome_sentence
 # Only these schemes become links: an alert's annotations are sender-controlled text, and a
 # `javascript:` URL in an href would run in the responder's session.
 SAFE_SCHEMES = ("http", "https")
+# Alerts shown one by one before the rest are counted: the incident page's earlier limit.
+ALERTS_SHOWN = 20
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,7 @@ def timeline(incident: Incident) -> Timeline:
     proposals = list(
         ActionProposal.objects.filter(investigation__incident=incident).order_by("created_at", "pk")
     )
-    entries: list[Entry] = [_alert(a) for a in incident.alerts.order_by("received_at", "pk")]
+    entries = _alerts(incident)
     latest: _Lines | None = None
     for investigation in investigations:
         made, lines = _investigation(investigation)
@@ -130,6 +132,25 @@ def timeline(incident: Incident) -> Timeline:
 
 
 # --- alerts --------------------------------------------------------------------------------------------
+
+
+def _alerts(incident: Incident) -> list[Entry]:
+    """The first ALERTS_SHOWN alerts as received, then one entry saying how many more came (an alert
+    storm groups thousands into one incident; the API pages through all of them)."""
+    alerts = incident.alerts.order_by("received_at", "pk")
+    entries = [_alert(a) for a in alerts[:ALERTS_SHOWN]]
+    more = alerts.count() - len(entries) if len(entries) == ALERTS_SHOWN else 0
+    last = alerts.last() if more else None
+    if last is not None:
+        entries.append(
+            Entry(
+                at=last.received_at,
+                kind="alert",
+                title=f"{more} more alert{'s' if more > 1 else ''} received, the last one now",
+                links=[Link("all alerts (API)", f"/api/v1/incidents/{incident.pk}/alerts/")],
+            )
+        )
+    return entries
 
 
 def _alert(alert: Alert) -> Entry:

@@ -13,6 +13,7 @@ from django.test import Client
 from django.utils import timezone
 from django.utils.html import escape
 
+from frontend.timeline import ALERTS_SHOWN
 from rca.incidents import workflow
 from rca.incidents.approvals import approve
 from rca.incidents.comments import add_comment
@@ -112,3 +113,25 @@ def test_alert_description_runbook_and_source_are_shown_and_only_http_links_are_
     assert timeline.count("<a href=") == 2
     assert "javascript:" not in html
     assert 'href="data:text' not in html
+
+
+def test_an_alert_storm_shows_the_first_alerts_then_how_many_more(
+    client_as: Callable[[str | None], Client],
+) -> None:
+    incident = factories.incident()
+    now = timezone.now()
+    Alert.objects.bulk_create(
+        Alert(
+            incident=incident,
+            source="alertmanager",
+            fingerprint=f"storm-{n}",
+            labels={"alertname": "HighErrorRate"},
+            starts_at=now - timedelta(seconds=n),
+            raw={},
+        )
+        for n in range(ALERTS_SHOWN + 3)
+    )
+    html = client_as("viewer").get(f"/incidents/{incident.pk}/").content.decode()
+    assert kinds(html) == ["alert"] * (ALERTS_SHOWN + 1)
+    assert "3 more alerts received" in html
+    assert f'href="/api/v1/incidents/{incident.pk}/alerts/"' in html
