@@ -11,7 +11,6 @@ import argparse
 import contextlib
 import hashlib
 import os
-import secrets
 import shutil
 import signal
 import socket
@@ -22,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
+
+from rca.env import kept_secret  # standard library only: importable before the virtualenv exists
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
@@ -179,12 +180,7 @@ def cmd_test(args: argparse.Namespace) -> int:
 
 def secret_file(name: str, nbytes: int = 32) -> str:
     """A random secret made once and kept under var/ (mode 600)."""
-    VAR.mkdir(exist_ok=True)
-    path = VAR / name
-    if not path.exists():
-        path.write_text(secrets.token_urlsafe(nbytes))
-        path.chmod(0o600)
-    return path.read_text().strip()
+    return kept_secret(VAR / name, nbytes)
 
 
 class Supervisor:

@@ -9,21 +9,50 @@ from django import forms
 from typing_extensions import override
 
 from rca.core.actions import ActionTier
+from rca.incidents import listing
 from rca.incidents.models import Incident
 
 
 class IncidentFilterForm(forms.Form):
-    """Filters of the incident list; unknown values are dropped, never an error page."""
+    """Filters and the sort of the incident list; unknown values are dropped, never an error page."""
 
     status = forms.ChoiceField(required=False, choices=[("", "any status"), *Incident.Status.choices])
     severity = forms.CharField(required=False, max_length=32)
     service = forms.CharField(required=False, max_length=255)
     q = forms.CharField(required=False, max_length=200, strip=True)
+    assignee = forms.CharField(required=False, max_length=150)
+    assigned = forms.ChoiceField(
+        required=False, choices=[("", "anyone or nobody"), ("yes", "assigned"), ("no", "unassigned")]
+    )
+    tier = forms.ChoiceField(
+        required=False, choices=[("", "any tier"), *((t.value, t.value) for t in ActionTier)]
+    )
+    sort = forms.ChoiceField(required=False, choices=[(key, key) for key in listing.SORT_CHOICES])
+
+    FIELDS = ("status", "severity", "service", "q", "assignee", "assigned", "tier")
 
     def values(self) -> dict[str, str]:
         """The valid filters (empty strings for the rest)."""
-        data = self.cleaned_data if self.is_valid() else {}
-        return {name: str(data.get(name) or "") for name in ("status", "severity", "service", "q")}
+        self.is_valid()  # an invalid field is left out of cleaned_data; the others still apply
+        return {name: str(self.cleaned_data.get(name) or "") for name in self.FIELDS}
+
+    def sort_key(self) -> str:
+        """The valid sort key, else the default."""
+        self.is_valid()
+        return str(self.cleaned_data.get("sort") or listing.DEFAULT_SORT)
+
+    def filters(self) -> listing.IncidentFilters:
+        """The filters as the list query takes them."""
+        v = self.values()
+        return listing.IncidentFilters(
+            status=v["status"],
+            severity=v["severity"],
+            service=v["service"],
+            q=v["q"],
+            assignee=v["assignee"],
+            assigned={"yes": True, "no": False}.get(v["assigned"]),
+            tier=v["tier"],
+        )
 
 
 class SearchForm(forms.Form):

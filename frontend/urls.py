@@ -16,6 +16,11 @@ urlpatterns = [
     path("incidents/<int:pk>/comments/", views.incident_comment, name="incident-comment"),
     path("incidents/<int:pk>/progress.json", views.incident_progress, name="incident-progress"),
     path("incidents/<int:pk>/explorer/", views.explorer, name="explorer"),
+    *(
+        path(f"incidents/<int:pk>/{step}/", views.incident_workflow, {"step": step}, name=f"incident-{step}")
+        for step in views.WORKFLOW_DONE
+    ),
+    path("actions/", views.action_inbox, name="actions"),
     path("actions/<int:pk>/", views.action_review, name="action"),
     path("search/", views.search, name="search"),
     path("login/", auth_views.LoginView.as_view(), name="login"),

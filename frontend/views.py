@@ -1,4 +1,5 @@
-"""Page views: parse the request, call `frontend.presenters` (reads), `rca.incidents.approvals`
+"""Page views: parse the request, call the page's reader (`frontend.incident_page`, `lists`,
+`action_page`, `explorer_page`, `past_incidents`), `rca.incidents.approvals`
 (decisions) or `rca.incidents.comments` (comments), render. Every page needs a signed-in user holding
 a role (`frontend.access`); every form carries a CSRF token."""
 
@@ -13,14 +14,17 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from frontend import presenters
+from frontend import action_page, explorer_page, incident_page, lists, past_incidents
 from frontend.access import viewer_required
 from frontend.forms import DecisionForm, IncidentFilterForm, SearchForm
+from frontend.labels import TIER_LABELS
 from rca.core.actions import ActionTier
 from rca.health import run_checks
+from rca.incidents import listing, workflow
 from rca.incidents.approvals import ApprovalError, Role, approve, has_role, reject, request_rerun
-from rca.incidents.comments import COMMENT_MAX_LENGTH, CommentError, add_comment, comments_of
+from rca.incidents.comments import COMMENT_MAX_LENGTH, CommentError, add_comment
 from rca.incidents.models import ActionProposal, Incident, Investigation
+from rca.incidents.workflow import WorkflowError, assignable_users
 
 PAGE_SIZE = 25
 # A refused decision answers with the status the API uses for the same refusal.
@@ -50,10 +54,12 @@ def status(request: HttpRequest) -> HttpResponse:
 @viewer_required
 @require_GET
 def incident_list(request: HttpRequest) -> HttpResponse:
-    """Incidents, newest first, with filters, a title search and pagination."""
+    """Incidents with their status, assignee, confidence and tier: filtered, sorted by any column
+    (newest first by default) and paginated."""
     form = IncidentFilterForm(request.GET)
-    values = form.values()
-    page = Paginator(presenters.incident_list(**values), PAGE_SIZE).get_page(request.GET.get("page"))
+    sort = form.sort_key()
+    rows = listing.incidents(form.filters(), sort)
+    page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
     return render(
@@ -61,10 +67,28 @@ def incident_list(request: HttpRequest) -> HttpResponse:
         "frontend/incident_list.html",
         {
             "page": page,
-            "filters": values,
-            "options": presenters.filter_options(),
+            "filters": form.values(),
+            "options": lists.filter_options(),
+            "headers": lists.headers(query, sort),
             "query": query.urlencode(),
-            "tier_labels": presenters.TIER_LABELS,
+            "tier_labels": TIER_LABELS,
+        },
+    )
+
+
+@viewer_required
+@require_GET
+def action_inbox(request: HttpRequest) -> HttpResponse:
+    """The approval inbox: actions awaiting a decision, newest first, with their tier, the tier the
+    evidence allows, the confidence and who may decide."""
+    page = Paginator(lists.waiting(), PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "frontend/inbox.html",
+        {
+            "page": page,
+            "rows": lists.awaiting(page.object_list, request.user),
+            "approvers": lists.approvers(),
         },
     )
 
@@ -81,13 +105,14 @@ def _incident_page(
     request: HttpRequest, incident: Incident, status: int = 200, **extra: object
 ) -> HttpResponse:
     """The incident page; `extra` adds to its context (a refused comment's error and text)."""
-    context = presenters.detail(incident)
+    context = incident_page.detail(incident)
     responder = has_role(request.user, Role.RESPONDER)
     context.update(
         {
             "can_rerun": responder,
             "can_comment": responder,
-            "comments": list(comments_of(incident)),
+            "can_change": responder,
+            "assignees": list(assignable_users().values_list("username", flat=True)),
             "comment_max_length": COMMENT_MAX_LENGTH,
             **extra,
         }
@@ -109,6 +134,43 @@ def incident_comment(request: HttpRequest, pk: int) -> HttpResponse:
         code = 403 if exc.code == CommentError.FORBIDDEN else 400
         return _incident_page(request, incident, code, comment_error=exc.message, comment_body=body)
     messages.success(request, "Comment added.")
+    return redirect(reverse("frontend:incident", args=[pk]))
+
+
+# A refused workflow change answers with the status the API uses for the same refusal.
+WORKFLOW_REFUSAL_STATUS = {
+    WorkflowError.FORBIDDEN: 403,
+    WorkflowError.WRONG_STATE: 409,
+    WorkflowError.INVALID: 400,
+}
+WORKFLOW_DONE = {
+    "acknowledge": "Acknowledged.",
+    "assign": "Assignment changed.",
+    "resolve": "Resolved.",
+    "reopen": "Reopened.",
+}
+
+
+@viewer_required
+@require_POST
+def incident_workflow(request: HttpRequest, pk: int, step: str) -> HttpResponse:
+    """Acknowledge, assign, resolve or reopen the incident (rca.incidents.workflow checks the role and
+    the state, and audits); a refusal re-renders the page with the reason."""
+    incident = get_object_or_404(Incident, pk=pk)
+    try:
+        if step == "acknowledge":
+            workflow.acknowledge(incident, request.user)
+        elif step == "assign":
+            workflow.assign(incident, request.user, request.POST.get("assignee") or None)
+        elif step == "resolve":
+            workflow.resolve(incident, request.user, request.POST.get("note", ""))
+        else:
+            workflow.reopen(incident, request.user, request.POST.get("note", ""))
+    except WorkflowError as exc:
+        incident.refresh_from_db()
+        status = WORKFLOW_REFUSAL_STATUS.get(exc.code, 400)
+        return _incident_page(request, incident, status, workflow_error=exc.message)
+    messages.success(request, WORKFLOW_DONE[step])
     return redirect(reverse("frontend:incident", args=[pk]))
 
 
@@ -138,7 +200,7 @@ def incident_rerun(request: HttpRequest, pk: int) -> HttpResponse:
 def incident_progress(request: HttpRequest, pk: int) -> JsonResponse:
     """The latest investigation's status and progress, polled by the detail page while it runs."""
     incident = get_object_or_404(Incident, pk=pk)
-    response = JsonResponse(presenters.progress(incident))
+    response = JsonResponse(incident_page.progress(incident))
     response["Cache-Control"] = "no-store"
     return response
 
@@ -155,7 +217,7 @@ def explorer(request: HttpRequest, pk: int) -> HttpResponse:
     )
     context: dict[str, object] = {"incident": incident, "investigation": investigation}
     if investigation is not None:
-        context.update(presenters.explorer(incident, investigation))
+        context.update(explorer_page.explorer(incident, investigation))
     return render(request, "frontend/explorer.html", context)
 
 
@@ -168,7 +230,7 @@ def action_review(request: HttpRequest, pk: int) -> HttpResponse:
     )
     if request.method == "POST":
         return _decide(request, proposal)
-    return render(request, "frontend/action_review.html", presenters.action_review(proposal, request.user))
+    return render(request, "frontend/action_review.html", action_page.action_review(proposal, request.user))
 
 
 def _decide(request: HttpRequest, proposal: ActionProposal) -> HttpResponse:
@@ -176,7 +238,7 @@ def _decide(request: HttpRequest, proposal: ActionProposal) -> HttpResponse:
     once-only on the server (and audits refusals); a refusal re-renders the page with its reason."""
     form = DecisionForm(request.POST)
     if not form.is_valid():
-        context = presenters.action_review(proposal, request.user)
+        context = action_page.action_review(proposal, request.user)
         context.update(
             {"error": "The decision was not understood.", "reason": request.POST.get("reason", "")}
         )
@@ -195,7 +257,7 @@ def _decide(request: HttpRequest, proposal: ActionProposal) -> HttpResponse:
             messages.success(request, "Rejected.")
     except ApprovalError as exc:
         proposal.refresh_from_db()
-        context = presenters.action_review(proposal, request.user)
+        context = action_page.action_review(proposal, request.user)
         context.update({"error": exc.message, "error_code": exc.code, "reason": reason, "decision": decision})
         return render(
             request, "frontend/action_review.html", context, status=REFUSAL_STATUS.get(exc.code, 400)
@@ -208,13 +270,13 @@ def _decide(request: HttpRequest, proposal: ActionProposal) -> HttpResponse:
 def search(request: HttpRequest) -> HttpResponse:
     """Past-incident search: text (by meaning, through incident memory) and filters."""
     form = SearchForm(request.GET or None)
-    results: list[presenters.PastIncident] = []
+    results: list[past_incidents.PastIncident] = []
     note = ""
-    query = presenters.SearchQuery()
+    query = past_incidents.SearchQuery()
     if form.is_bound and form.is_valid():
         data = form.cleaned_data
         until = SearchForm.day_start(data["until"])
-        query = presenters.SearchQuery(
+        query = past_incidents.SearchQuery(
             q=data["q"],
             service=data["service"],
             fault_kind=data["fault_kind"],
@@ -223,7 +285,7 @@ def search(request: HttpRequest) -> HttpResponse:
             until=until + timedelta(days=1) if until else None,  # the end date is inclusive on the page
         )
         if not query.empty:
-            results, note = presenters.search(query)
+            results, note = past_incidents.search(query)
     return render(
         request,
         "frontend/search.html",
@@ -232,7 +294,7 @@ def search(request: HttpRequest) -> HttpResponse:
             "query": query,
             "results": results,
             "note": note,
-            "options": presenters.search_options(),
-            "tier_labels": presenters.TIER_LABELS,
+            "options": past_incidents.search_options(),
+            "tier_labels": TIER_LABELS,
         },
     )

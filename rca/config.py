@@ -7,7 +7,6 @@ fails at start with one line naming the variable instead of a stack trace deep i
 from __future__ import annotations
 
 import os
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ __all__ = [
 ]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+SECRET_KEY_FILE = "secret_key"  # noqa: S105  (a file name under the var dir, the one `dev.py run` uses)
 
 
 @dataclass(frozen=True)
@@ -180,24 +180,28 @@ def _secret_key(env: Mapping[str, str], debug: bool, var_dir: Path) -> str:
             raise ConfigError("SECRET_KEY is too short (use at least 32 random characters)")
         return raw
     if not debug:
-        raise ConfigError("SECRET_KEY is not set (required unless DEBUG=true)")
+        raise ConfigError(
+            "SECRET_KEY is not set (required unless DEBUG=true; `python manage.py` and `dev.py run` "
+            f"use the one kept in {var_dir / SECRET_KEY_FILE})"
+        )
     # In DEBUG a key is made once and kept under var/ so sessions survive restarts.
-    path = var_dir / "secret_key"
-    if not path.exists():
-        var_dir.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_urlsafe(48))
-        path.chmod(0o600)
-    return path.read_text().strip()
+    return read.kept_secret(var_dir / SECRET_KEY_FILE)
+
+
+def var_dir_of(env: Mapping[str, str]) -> Path:
+    """Where Rootline keeps its local state: ROOTLINE_VAR_DIR, else var/ in the checkout."""
+    return Path(read.text(env, "ROOTLINE_VAR_DIR") or REPO_ROOT / "var").resolve()
+
+
+def local_secret_key(env: Mapping[str, str]) -> str:
+    """The key a local installation shares between `dev.py run` and `python manage.py`: kept in
+    var/secret_key, made on first use (a deployment sets SECRET_KEY instead, and this is not read)."""
+    return read.kept_secret(var_dir_of(env) / SECRET_KEY_FILE)
 
 
 def embedded_graph_password(var_dir: Path) -> str:
     """The embedded graph server's root password, made once and kept under var/."""
-    path = var_dir / "arcadedb" / "root_password"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_urlsafe(24))
-        path.chmod(0o600)
-    return path.read_text().strip()
+    return read.kept_secret(var_dir / "arcadedb" / "root_password", 24)
 
 
 def _graph(env: Mapping[str, str], var_dir: Path) -> GraphConfig:
@@ -333,7 +337,7 @@ def security_config(env: Mapping[str, str]) -> SecurityConfig:
 def load_config(env: Mapping[str, str] | None = None) -> Config:
     """Parse and validate the environment; raises ConfigError naming the first bad variable."""
     env = os.environ if env is None else env
-    var_dir = Path(read.text(env, "ROOTLINE_VAR_DIR") or REPO_ROOT / "var").resolve()
+    var_dir = var_dir_of(env)
     debug = read.flag(env, "DEBUG", False)
     hosts_raw = read.text(env, "ALLOWED_HOSTS") or "127.0.0.1,localhost"
     allowed_hosts = tuple(h.strip() for h in hosts_raw.split(",") if h.strip())

@@ -7,12 +7,25 @@ Shared by `rca.config` (Rootline's own settings) and each integration's configur
 from __future__ import annotations
 
 import math
+import secrets
 from collections.abc import Mapping
+from pathlib import Path
 from urllib.parse import urlparse
 
 
 class ConfigError(Exception):
     """A setting is missing or malformed; the message names the variable."""
+
+
+def kept_secret(path: Path, nbytes: int = 48) -> str:
+    """A random secret made once at `path` (mode 600) and read back on every later call.
+
+    Standard library only: `dev.py` calls it before the virtualenv exists."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(nbytes))
+        path.chmod(0o600)
+    return path.read_text().strip()
 
 
 def text(env: Mapping[str, str], name: str) -> str | None:

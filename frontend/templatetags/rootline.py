@@ -7,7 +7,7 @@ from typing import Any
 
 from django import template
 
-from frontend.presenters import TIER_LABELS
+from frontend.labels import TIER_LABELS
 
 register = template.Library()
 

@@ -30,6 +30,7 @@ from rca.actions.revert import NoPatch, Revert, revert_for
 from rca.config import ActionsConfig
 from rca.core.actions import ActionTier
 from rca.incidents.models import ActionProposal, AuditEvent
+from rca.incidents.results import result_document
 from rca.incidents.services import record_audit
 from rca.integrations import registry
 from rca.integrations.github.repository import GitHubRepo
@@ -253,7 +254,7 @@ def notification_text(proposal: ActionProposal, config: ActionsConfig, artifact_
     cited = f"{citation['kind']} {citation['ref']} on {citation['entity']}" if citation else "no change cited"
     capped = investigation.capped_confidence
     summary = (
-        f"Evidence chain: {len(chain.get('evidence') or [])} validating item(s); {cited}; "
+        f"Evidence chain: {_validating_count(proposal)} validating item(s); {cited}; "
         f"{(investigation.grounding or 'ungrounded').replace('_', ' ')}; capped confidence "
         f"{0.0 if capped is None else capped:.2f}."
     )
@@ -264,6 +265,12 @@ def notification_text(proposal: ActionProposal, config: ActionsConfig, artifact_
 
 
 # --- the executors -------------------------------------------------------------------------------------
+
+
+def _validating_count(proposal: ActionProposal) -> int:
+    """How many distinct validating evidence lines the conclusion has (each line counted once)."""
+    document = result_document(proposal.investigation)
+    return len(document.chain.distinct_evidence()) if document else 0
 
 
 def _chain(proposal: ActionProposal) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from rca.api.schema import TIER_CHOICES
+from rca.incidents import listing
 from rca.incidents.approvals import allowed_tier
 from rca.incidents.comments import COMMENT_MAX_LENGTH
 from rca.incidents.models import (
@@ -27,6 +28,7 @@ from rca.incidents.models import (
     Investigation,
 )
 from rca.incidents.results import result_document
+from rca.incidents.workflow import NOTE_MAX_LENGTH
 from rca.investigation.narrative import outcome_sentence
 
 TIERS = TIER_CHOICES
@@ -54,6 +56,18 @@ class IncidentFilterSerializer(_TimeRange):
     service = serializers.CharField(max_length=255, required=False, help_text="The symptom's service.name.")
     source = serializers.ChoiceField(choices=IntakeSource.choices, required=False)  # type: ignore[assignment]  # the metaclass moves declared fields off the class
     q = serializers.CharField(max_length=200, required=False, help_text="Text the title contains.")
+    assignee = serializers.CharField(max_length=150, required=False, help_text="The owner's user name.")
+    assigned = serializers.BooleanField(
+        required=False, allow_null=True, default=None, help_text="true: someone owns it; false: nobody does."
+    )
+    tier = serializers.ChoiceField(
+        choices=TIERS, required=False, help_text="The latest investigation's tier."
+    )
+    ordering = serializers.ChoiceField(
+        choices=list(listing.SORT_CHOICES),
+        default=listing.DEFAULT_SORT,
+        help_text="Sort key; a leading '-' sorts descending. Incidents without a value sort last.",
+    )
 
 
 class ActionFilterSerializer(serializers.Serializer[dict[str, Any]]):
@@ -91,6 +105,23 @@ class NewCommentSerializer(serializers.Serializer[dict[str, Any]]):
         max_length=COMMENT_MAX_LENGTH,
         help_text=f"Plain text, at most {COMMENT_MAX_LENGTH:,} characters (surrounding whitespace dropped).",
     )
+
+
+class AssignSerializer(serializers.Serializer[dict[str, Any]]):
+    """Who is to own the incident."""
+
+    assignee = serializers.CharField(
+        max_length=150,
+        allow_null=True,
+        allow_blank=True,
+        help_text="The user name of an active responder or approver; null or empty: nobody.",
+    )
+
+
+class NoteSerializer(serializers.Serializer[dict[str, Any]]):
+    """An optional note kept in the audit trail (resolve, reopen)."""
+
+    note = serializers.CharField(max_length=NOTE_MAX_LENGTH, required=False, allow_blank=True, default="")
 
 
 class ApproveSerializer(RejectSerializer):
@@ -254,6 +285,15 @@ class IncidentListSerializer(serializers.ModelSerializer[Incident]):
     latest_investigation_status = serializers.CharField(allow_null=True, read_only=True)
     latest_tier = serializers.CharField(allow_null=True, read_only=True)
     latest_exit = serializers.CharField(allow_null=True, read_only=True)
+    latest_confidence = serializers.FloatField(
+        allow_null=True, read_only=True, help_text="The latest investigation's capped confidence."
+    )
+    assignee: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True, help_text="The owner's user name."
+    )
+    acknowledged_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
 
     class Meta:
         model = Incident
@@ -270,6 +310,10 @@ class IncidentListSerializer(serializers.ModelSerializer[Incident]):
             "latest_investigation_status",
             "latest_tier",
             "latest_exit",
+            "latest_confidence",
+            "assignee",
+            "acknowledged_at",
+            "acknowledged_by",
         )
 
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any, ClassVar, NoReturn
 
 from django.conf import settings
 from django.db import DataError, OperationalError
-from django.db.models import Count, OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models import Count, Prefetch, QuerySet
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
@@ -36,7 +37,7 @@ from rca.api.permissions import IsIntakeSender
 from rca.api.throttling import IntakeFailureThrottle, IntakeTokenThrottle
 from rca.core.actions import ActionTier
 from rca.health import run_checks
-from rca.incidents import approvals
+from rca.incidents import approvals, listing, workflow
 from rca.incidents.approvals import ApprovalError
 from rca.incidents.comments import CommentError, add_comment, comments_of
 from rca.incidents.intake import (
@@ -56,6 +57,7 @@ from rca.incidents.models import (
     Investigation,
 )
 from rca.incidents.serializers import AlertmanagerPayloadSerializer, GenericAlertSerializer
+from rca.incidents.workflow import WorkflowError
 
 log = logging.getLogger(__name__)
 
@@ -309,9 +311,10 @@ class GenericWebhookView(_IntakeView):
 # --- incidents and investigations --------------------------------------------------------------------
 
 
-def _latest(field: str) -> Subquery:
-    latest = Investigation.objects.filter(incident=OuterRef("pk")).order_by("-created_at", "-id")
-    return Subquery(latest.values(field)[:1])
+_WORKFLOW_REFUSED = {
+    403: OpenApiResponse(s.ErrorSerializer, description="Refused: only a responder or approver (audited)."),
+    409: OpenApiResponse(s.ErrorSerializer, description="Refused: the incident's state does not allow it."),
+}
 
 
 @extend_schema_view(
@@ -340,11 +343,11 @@ class IncidentViewSet(viewsets.ReadOnlyModelViewSet[Incident]):
     def get_queryset(self) -> QuerySet[Incident]:
         if self.action in ("comments", "alerts"):
             return Incident.objects.all()  # only the 404 check: no annotations needed
-        incidents = Incident.objects.annotate(
-            latest_investigation_status=_latest("status"),
-            latest_tier=_latest("tier"),
-            latest_exit=_latest("exit"),
-        ).order_by("-created_at", "-id")
+        if self.action == "list":
+            f = _query(s.IncidentFilterSerializer, self.request)
+            ordering = f.pop("ordering", listing.DEFAULT_SORT)
+            return listing.incidents(listing.IncidentFilters(**f), ordering)
+        incidents = listing.annotated().order_by("-created_at", "-id")
         if self.action == "retrieve":
             return incidents.annotate(alert_count=Count("alerts", distinct=True)).prefetch_related(
                 Prefetch(
@@ -353,21 +356,80 @@ class IncidentViewSet(viewsets.ReadOnlyModelViewSet[Incident]):
                 ),
                 Prefetch("comments", Comment.objects.select_related("author").order_by("created_at", "id")),
             )
-        if self.action != "list":
-            return incidents
-        f = _query(s.IncidentFilterSerializer, self.request)
-        for param, lookup in (
-            ("status", "status"),
-            ("severity", "severity__iexact"),
-            ("service", "symptom_entity"),
-            ("source", "source"),
-            ("since", "onset__gte"),
-            ("until", "onset__lt"),
-            ("q", "title__icontains"),
-        ):
-            if param in f:
-                incidents = incidents.filter(**{lookup: f[param]})
         return incidents
+
+    def _workflow(self, change: Callable[[Incident], object]) -> Response:
+        """Apply a workflow change (rca.incidents.workflow checks the role and the state, and audits)
+        and answer with the incident as it now is."""
+        incident = self.get_object()
+        try:
+            change(incident)
+        except WorkflowError as exc:
+            if exc.code == WorkflowError.INVALID:
+                return validation_error({exc.field: exc.message})
+            code = (
+                status.HTTP_403_FORBIDDEN if exc.code == WorkflowError.FORBIDDEN else status.HTTP_409_CONFLICT
+            )
+            return Response({"detail": exc.message, "code": exc.code}, status=code)
+        return Response(s.IncidentListSerializer(self.get_queryset().get(pk=incident.pk)).data)
+
+    @extend_schema(
+        request=None,
+        responses={200: s.IncidentListSerializer, **_errors(401, 404), **_WORKFLOW_REFUSED},
+        summary="Acknowledge an incident",
+        description="Mark an open or investigating incident as taken (responder or approver), once; "
+        "audited as `incident.acknowledged`.",
+    )
+    @action(detail=True, methods=["post"])
+    def acknowledge(self, request: Request, pk: str | None = None) -> Response:
+        """Acknowledge the incident (responder or approver)."""
+        return self._workflow(lambda incident: workflow.acknowledge(incident, request.user))
+
+    @extend_schema(
+        request=s.AssignSerializer,
+        responses={200: s.IncidentListSerializer, **_errors(400, 401, 404), **_WORKFLOW_REFUSED},
+        summary="Assign an incident",
+        description="Make an active responder or approver own the incident, or nobody (null); "
+        "audited as `incident.assigned` with the previous and the new owner.",
+    )
+    @action(detail=True, methods=["post"])
+    def assign(self, request: Request, pk: str | None = None) -> Response:
+        """Assign the incident to a user, or to nobody (responder or approver)."""
+        body = s.AssignSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return self._workflow(
+            lambda incident: workflow.assign(incident, request.user, body.validated_data["assignee"])
+        )
+
+    @extend_schema(
+        request=s.NoteSerializer,
+        responses={200: s.IncidentListSerializer, **_errors(400, 401, 404), **_WORKFLOW_REFUSED},
+        summary="Resolve an incident",
+        description="Resolve an open or investigating incident by hand, with an optional note; audited "
+        "as `incident.resolved`.",
+    )
+    @action(detail=True, methods=["post"])
+    def resolve(self, request: Request, pk: str | None = None) -> Response:
+        """Resolve the incident (responder or approver)."""
+        return self._noted(request, workflow.resolve)
+
+    def _noted(self, request: Request, change: Callable[[Incident, Any, str], object]) -> Response:
+        """A workflow change that takes an optional note (resolve, reopen)."""
+        body = s.NoteSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return self._workflow(lambda incident: change(incident, request.user, body.validated_data["note"]))
+
+    @extend_schema(
+        request=s.NoteSerializer,
+        responses={200: s.IncidentListSerializer, **_errors(400, 401, 404), **_WORKFLOW_REFUSED},
+        summary="Reopen an incident",
+        description="Reopen a resolved incident (its acknowledgement cleared), unless its alert group has "
+        "another active incident; audited as `incident.reopened`.",
+    )
+    @action(detail=True, methods=["post"])
+    def reopen(self, request: Request, pk: str | None = None) -> Response:
+        """Reopen the incident (responder or approver)."""
+        return self._noted(request, workflow.reopen)
 
     @extend_schema(
         responses={200: s.AlertSerializer(many=True), **_errors(401, 403, 404)},

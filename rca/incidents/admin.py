@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from django.contrib import admin
+from django import forms
+from django.contrib import admin, messages
 from django.http import HttpRequest
 from typing_extensions import override
 
@@ -21,8 +22,10 @@ from rca.incidents.models import (
     Evidence,
     Hypothesis,
     Incident,
+    IntakeToken,
     Investigation,
 )
+from rca.incidents.tokens import issue_token
 
 if TYPE_CHECKING:
     ModelAdmin = admin.ModelAdmin
@@ -257,3 +260,50 @@ class AuditEventAdmin(ModelAdmin[AuditEvent]):
     @override
     def has_delete_permission(self, request: HttpRequest, obj: AuditEvent | None = None) -> bool:
         return False
+
+
+class NewIntakeTokenForm(forms.ModelForm):  # type: ignore[type-arg]  # not subscriptable at run time
+    """A new intake token: its name, its webhook, and whether the sender may sign bodies."""
+
+    with_hmac = forms.BooleanField(required=False, label="Also issue an HMAC secret to sign bodies with")
+
+    class Meta:
+        model = IntakeToken
+        fields = ("name", "source")
+
+
+@admin.register(IntakeToken)
+class IntakeTokenAdmin(ModelAdmin[IntakeToken]):
+    """Intake tokens: issued here (or by `manage.py create_intake_token`), shown once, then only their
+    prefix; an admin deactivates one instead of deleting it, so a leaked token stops working at once."""
+
+    list_display = ("name", "source", "prefix", "active", "created_at")
+    list_filter = ("source", "active")
+    search_fields = ("name", "prefix")
+
+    def get_form(
+        self, request: HttpRequest, obj: IntakeToken | None = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        if obj is None:
+            kwargs["form"] = NewIntakeTokenForm
+        return super().get_form(request, obj, change, **kwargs)
+
+    def get_fields(self, request: HttpRequest, obj: IntakeToken | None = None) -> Any:
+        return ("name", "source", "with_hmac") if obj is None else ("name", "source", "prefix", "active")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: IntakeToken | None = None) -> Any:
+        return () if obj is None else ("name", "source", "prefix")
+
+    def save_model(self, request: HttpRequest, obj: IntakeToken, form: Any, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        issued = issue_token(obj.name, obj.source, with_hmac=form.cleaned_data["with_hmac"])
+        obj.pk = issued.record.pk
+        obj.refresh_from_db()
+        secret = f" HMAC secret: {issued.hmac_secret}" if issued.hmac_secret else ""
+        messages.warning(
+            request,
+            f"Token for {obj.name}: {issued.token}{secret} Store it now: it is not shown again. Send "
+            f"`Authorization: Bearer <token>` to /api/v1/webhooks/{obj.source}/.",
+        )

@@ -18,22 +18,16 @@ from django.db.models import QuerySet
 
 from rca.incidents.approvals import Role, User, has_role
 from rca.incidents.models import COMMENT_MAX_LENGTH, Comment, Incident
-from rca.incidents.services import record_audit
+from rca.incidents.services import Refusal, record_audit
 
 __all__ = ["COMMENT_MAX_LENGTH", "CommentError", "add_comment", "comments_of"]
 
 
-class CommentError(Exception):
+class CommentError(Refusal):
     """A comment was refused; `code` is one of the class constants, `field` the input at fault."""
 
     FORBIDDEN = "forbidden"
     INVALID = "invalid"
-
-    def __init__(self, code: str, message: str, field: str = "") -> None:
-        self.code = code
-        self.message = message
-        self.field = field
-        super().__init__(f"{code}: {message}")
 
 
 def comments_of(incident: Incident) -> QuerySet[Comment]:

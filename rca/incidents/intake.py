@@ -41,7 +41,8 @@ if TYPE_CHECKING:  # the case loaders pull in pandas; webhooks need none of it
 
 REOPEN_WITHIN = timedelta(minutes=30)
 _RACE_RETRIES = 5  # each retry follows a concurrent commit, so a handful always suffices
-_SEVERITY_RANK = {"info": 1, "low": 1, "warning": 2, "medium": 2, "error": 3, "high": 3, "critical": 4}
+# How severe each usual severity label is (Alertmanager and syslog conventions), to keep the highest.
+SEVERITY_RANK = {"info": 1, "low": 1, "warning": 2, "medium": 2, "error": 3, "high": 3, "critical": 4}
 
 # Prometheus / Kubernetes label -> OpenTelemetry resource attribute (conventions §5.1, §5.6).
 _K8S_LABELS = {
@@ -475,7 +476,7 @@ def _absorb(incident: Incident, spec: _AlertSpec) -> None:
     if spec.starts_at < incident.onset:
         incident.onset = spec.starts_at
         changed.append("onset")
-    if _SEVERITY_RANK.get(spec.severity.lower(), 0) > _SEVERITY_RANK.get(incident.severity.lower(), 0):
+    if SEVERITY_RANK.get(spec.severity.lower(), 0) > SEVERITY_RANK.get(incident.severity.lower(), 0):
         incident.severity = spec.severity
         changed.append("severity")
     if not incident.symptom_entity and spec.entity.get("service.name"):

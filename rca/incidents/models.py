@@ -68,6 +68,20 @@ class Incident(models.Model):
         help_text="Where the recorded telemetry is: dataset, case_id, data_dir.",
     )
     resolved_at = models.DateTimeField(null=True, blank=True)
+    # The responder workflow (rules and audit events: rca.incidents.workflow). Users are deactivated,
+    # not deleted, so SET_NULL only ever clears an assignment an admin removed by hand.
+    acknowledged_at = models.DateTimeField(null=True, blank=True)
+    acknowledged_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    assignee = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="assigned_incidents",
+        help_text="The responder who owns the incident.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

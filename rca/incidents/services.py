@@ -1,4 +1,4 @@
-"""Incident services called by intake, tasks and views: the audit trail."""
+"""Incident services called by intake, tasks and views: the audit trail, and the refusal they raise."""
 
 from __future__ import annotations
 
@@ -28,3 +28,14 @@ def record_audit(
         target_id=str(target.pk),
         detail=detail or {},
     )
+
+
+class Refusal(Exception):
+    """A service refused a request: `code` names the rule (each service lists its codes as class
+    constants), `message` says why in words, `field` names the input at fault (if one is)."""
+
+    def __init__(self, code: str, message: str, field: str = "") -> None:
+        self.code = code
+        self.message = message
+        self.field = field
+        super().__init__(f"{code}: {message}")

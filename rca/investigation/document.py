@@ -56,6 +56,12 @@ class EvidenceDoc(_Model):
     observed_at: float | None = None
     signals: dict[str, SignalValue] = {}
 
+    @property
+    def line(self) -> tuple[str, str, str]:
+        """What a reader sees of it (source, tool, summary): two records with the same line say the
+        same thing, e.g. one check recorded on a service's hypothesis and again on a finer one."""
+        return (self.source, self.tool, self.summary)
+
 
 class HypothesisDoc(_Model):
     """One node of the hypothesis tree with its evidence."""
@@ -117,6 +123,13 @@ class ChainDoc(_Model):
     citation: CitationDoc | None = None
     subscores: dict[str, float] = {}
     grounding: str = ""
+
+    def distinct_evidence(self) -> list[EvidenceDoc]:
+        """The validating evidence, each line once (the first record of it), in chain order."""
+        first: dict[tuple[str, str, str], EvidenceDoc] = {}
+        for item in self.evidence:
+            first.setdefault(item.line, item)
+        return list(first.values())
 
 
 class OutcomeDoc(_Model):

@@ -57,7 +57,7 @@ def action_body(result: ResultDocument, link: str = "") -> str:
     chain = result.chain
     if chain.evidence:
         lines.append("Validating evidence:")
-        lines.extend(f"- [{e.source}/{e.tool}] {e.summary}" for e in chain.evidence)
+        lines.extend(f"- [{e.source}/{e.tool}] {e.summary}" for e in chain.distinct_evidence())
         lines.append("")
     if chain.citation:
         citation = chain.citation

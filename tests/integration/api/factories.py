@@ -180,3 +180,21 @@ def proposal(of: Investigation | None = None, **fields: Any) -> ActionProposal:
     }
     values.update(fields)
     return ActionProposal.objects.create(**values)
+
+
+def investigated_case(dataset: str, case_id: str) -> Incident:
+    """A public recorded case imported and investigated by the engine, synchronously (no worker);
+    the calling test is skipped when the datasets are not there."""
+    import pytest
+    from django.core.management import call_command
+
+    from rca.incidents.investigations import run_investigation
+    from tests.conftest import REPO_ROOT
+
+    data = REPO_ROOT.parent / "shared" / "data"
+    if not (data / "cases_index.csv").is_file():
+        pytest.skip(f"public datasets not found at {data}")
+    call_command("import_case", dataset, case_id, "--data", str(data), verbosity=0)
+    incident = Incident.objects.get(recorded_case__case_id=case_id)
+    run_investigation(incident.investigations.get().pk)
+    return incident

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from rca.incidents.models import ActionProposal, Comment, Investigation
+from rca.incidents.models import ActionProposal, AuditEvent, Comment, Incident, Investigation
 from rca.incidents.tokens import issue_token
 from tests.integration.api import factories
 
@@ -36,6 +36,7 @@ GETS: list[tuple[str, str, dict[str, int | str]]] = [
     ("progress", "/incidents/{incident}/progress.json", READ),
     ("explorer", "/incidents/{incident}/explorer/", READ),
     ("action review", "/actions/{action}/", READ),
+    ("approval inbox", "/actions/", READ),
     ("search", "/search/?q=checkout", READ),
 ]
 
@@ -146,11 +147,43 @@ def test_comment_form(proposal: ActionProposal, caller: str) -> None:
     assert Comment.objects.filter(incident=incident).count() == int(stored)
 
 
+# caller -> status of each workflow form (the incident page again with the refusal for a viewer)
+WORKFLOW: dict[str, int | str] = {
+    "anonymous": LOGIN,
+    "intake": LOGIN,
+    "norole": 403,
+    "viewer": 403,
+    "responder": 302,
+    "approver": 302,
+}
+
+
+@pytest.mark.parametrize("caller", CALLERS)
+@pytest.mark.parametrize("step", ["acknowledge", "assign", "resolve", "reopen"])
+def test_workflow_forms(proposal: ActionProposal, caller: str, step: str) -> None:
+    incident = proposal.investigation.incident
+    if step == "reopen":
+        Incident.objects.filter(pk=incident.pk).update(status=Incident.Status.RESOLVED)
+    before = AuditEvent.objects.filter(verb__in=[f"incident.{v}" for v in WORKFLOW_VERBS]).count()
+    response = _client(caller).post(f"/incidents/{incident.pk}/{step}/", {"assignee": "", "note": ""})
+    if step == "assign" and WORKFLOW[caller] == 302:
+        # Unassigned already: refused as no change (409), by a responder or an approver alike.
+        _check(response.status_code, "", 409)
+        return
+    _check(response.status_code, response.get("Location", ""), WORKFLOW[caller])
+    changed = AuditEvent.objects.filter(verb__in=[f"incident.{v}" for v in WORKFLOW_VERBS]).count() - before
+    assert changed == int(WORKFLOW[caller] == 302)
+
+
+WORKFLOW_VERBS = ("acknowledged", "assigned", "resolved", "reopened")
+
+
 def test_a_role_is_needed_on_every_page_route() -> None:
     """Every route of the pages app is in the matrix above (a new page cannot skip it)."""
     from frontend.urls import urlpatterns
 
     covered = {"home", "status", "incidents", "incident", "incident-rerun", "incident-comment"}
     covered |= {"incident-progress"}
-    covered |= {"explorer", "action", "search", "login", "logout"}
+    covered |= {"explorer", "action", "search", "login", "logout", "actions"}
+    covered |= {"incident-acknowledge", "incident-assign", "incident-resolve", "incident-reopen"}
     assert {p.name for p in urlpatterns} == covered

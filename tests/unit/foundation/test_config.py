@@ -128,6 +128,28 @@ def test_manage_py_fails_with_one_line(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
 
 
+def test_manage_py_without_secret_key_uses_the_key_kept_in_var(tmp_path: Path) -> None:
+    """The README's `python manage.py ...` lines run without SECRET_KEY, as `dev.py run` does: both
+    use var/secret_key (made on first use), so a command run by hand shares the app's key."""
+    env = {k: v for k, v in os.environ.items() if k != "SECRET_KEY"}
+    env.update({"ROOTLINE_VAR_DIR": str(tmp_path), "DEBUG": "false"})
+    with pytest.raises(ConfigError, match=r"SECRET_KEY is not set .*/secret_key\)"):
+        load_config({k: v for k, v in env.items() if k != "DATABASE_URL"})
+
+    def check() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "manage.py", "check"], cwd=REPO, env=env, capture_output=True, text=True
+        )
+
+    first = check()
+    assert first.returncode == 0, first.stderr
+    kept = (tmp_path / "secret_key").read_text()
+    assert len(kept) >= 32
+    assert (tmp_path / "secret_key").stat().st_mode & 0o777 == 0o600
+    assert check().returncode == 0
+    assert (tmp_path / "secret_key").read_text() == kept  # made once, then reused
+
+
 def test_the_readme_documents_every_integrations_variables() -> None:
     from rca.integrations.registry import SYSTEMS
 
