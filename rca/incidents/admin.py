@@ -281,6 +281,7 @@ class IntakeTokenAdmin(ModelAdmin[IntakeToken]):
     list_filter = ("source", "active")
     search_fields = ("name", "prefix")
 
+    @override
     def get_form(
         self, request: HttpRequest, obj: IntakeToken | None = None, change: bool = False, **kwargs: Any
     ) -> Any:
@@ -288,12 +289,15 @@ class IntakeTokenAdmin(ModelAdmin[IntakeToken]):
             kwargs["form"] = NewIntakeTokenForm
         return super().get_form(request, obj, change, **kwargs)
 
+    @override
     def get_fields(self, request: HttpRequest, obj: IntakeToken | None = None) -> Any:
         return ("name", "source", "with_hmac") if obj is None else ("name", "source", "prefix", "active")
 
+    @override
     def get_readonly_fields(self, request: HttpRequest, obj: IntakeToken | None = None) -> Any:
         return () if obj is None else ("name", "source", "prefix")
 
+    @override
     def save_model(self, request: HttpRequest, obj: IntakeToken, form: Any, change: bool) -> None:
         if change:
             super().save_model(request, obj, form, change)

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from typing_extensions import override
 
 from rca.incidents.approvals import Role
 from rca.incidents.roles import grant
@@ -22,11 +23,13 @@ PASSWORD_BYTES = 12
 class Command(BaseCommand):
     help = "Create a user holding a role (viewer, responder, approver); prints a generated password once."
 
+    @override
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
         parser.add_argument("--role", required=True, choices=[r.value for r in Role])
         parser.add_argument("--email", default="")
 
+    @override
     def handle(self, *args: Any, **options: Any) -> None:
         username: str = options["username"].strip()
         users = get_user_model()
