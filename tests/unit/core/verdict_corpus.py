@@ -27,6 +27,8 @@ class Case:
     error: str | None = None
     backend_status: int | None = None
     onset: tuple[float, float] | None = None
+    entities: tuple[str, ...] = ()
+    structural: bool = False
 
 
 ONSET = (1_700_000_000.0, 1_700_000_300.0)
@@ -647,6 +649,37 @@ CORPUS: list[Case] = [
         U,
         "commit 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nAuthor: A Dev\n\n    chore: bump chart version",
     ),
+    # ---------------------------------------------------------------- names are not words (issue #20)
+    # Entity names that contain cue words: the verdict comes from the signals, never from the name.
+    Case(
+        "topology",
+        "healthy",
+        U,
+        "topology: timeout-proxy has 1 callers, 0 callees; frontend -> timeout-proxy",
+        entities=("timeout-proxy", "error-tracker", "crash-reporter", "oom-guard", "deadlock-detector", "frontend"),
+        structural=True,
+    ),
+    # The topology lane describes structure: even a fault word in its text never makes it decisive.
+    Case("topology", "healthy", U, "topology: error path frontend -> crash-reporter", entities=("timeout-proxy", "error-tracker", "crash-reporter", "oom-guard", "deadlock-detector", "frontend"), structural=True),
+    Case("topology", "healthy", U, "", signals={"error_rate": 0.4}, entities=("timeout-proxy", "error-tracker", "crash-reporter", "oom-guard", "deadlock-detector", "frontend"), structural=True),
+    Case("github", "healthy", U, "changes: no change to error-tracker", entities=("timeout-proxy", "error-tracker", "crash-reporter", "oom-guard", "deadlock-detector", "frontend")),
+    Case("github", "healthy", U, "changes: error-tracker unchanged in the window", entities=("timeout-proxy", "error-tracker", "crash-reporter", "oom-guard", "deadlock-detector", "frontend")),
+    Case("github", "healthy", U, "changes: no change to error-tracker", signals={"change_in_window": False}, entities=("timeout-proxy", "error-tracker", "crash-reporter", "oom-guard", "deadlock-detector", "frontend")),
+    Case("prometheus", "healthy", U, "timeout-proxy: latency 120 ms (baseline 118 ms)", entities=("timeout-proxy", "error-tracker", "crash-reporter", "oom-guard", "deadlock-detector", "frontend")),
+    Case("prometheus", "healthy", U, "metrics: oom-guard cpu normal, memory normal", entities=("timeout-proxy", "error-tracker", "crash-reporter", "oom-guard", "deadlock-detector", "frontend")),
+    Case("prometheus", "healthy", R, "traces: deadlock-detector error rate not elevated", entities=("timeout-proxy", "error-tracker", "crash-reporter", "oom-guard", "deadlock-detector", "frontend")),
+    Case("prometheus", "healthy", R, "error rate not elevated"),
+    Case("prometheus", "healthy", R, "errors not elevated"),
+    Case("prometheus", "healthy", R, "error count normal"),
+    Case("prometheus", "healthy", R, "timeouts remained at baseline"),
+    # Zero counts never support, whatever the entity is called.
+    Case("loki", "healthy", R, "logs: crash-reporter 0 error lines", entities=("timeout-proxy", "error-tracker", "crash-reporter", "oom-guard", "deadlock-detector", "frontend")),
+    Case("loki", "healthy", R, "logs: no errors found in oom-guard", entities=("timeout-proxy", "error-tracker", "crash-reporter", "oom-guard", "deadlock-detector", "frontend")),
+    Case("loki", "healthy", R, "logs: error-tracker error lines: 0 of 1200", entities=("timeout-proxy", "error-tracker", "crash-reporter", "oom-guard", "deadlock-detector", "frontend")),
+    Case("loki", "healthy", R, "", signals={"error_count": 0}, entities=("timeout-proxy", "error-tracker", "crash-reporter", "oom-guard", "deadlock-detector", "frontend")),
+    # The same names do not hide a real fault reported next to them.
+    Case("loki", "faulty", S, "logs: error-tracker 37 error lines (baseline 2)", entities=("timeout-proxy", "error-tracker", "crash-reporter", "oom-guard", "deadlock-detector", "frontend")),
+    Case("prometheus", "faulty", S, "timeout-proxy: error rate elevated", entities=("timeout-proxy", "error-tracker", "crash-reporter", "oom-guard", "deadlock-detector", "frontend")),
     # ---------------------------------------------------------------- synthetic probes / structured signals
     Case(
         "synthetic", "faulty", S, "GET https://auth.example.org/api/health -> HTTP/2 502 Bad Gateway in 12ms"
