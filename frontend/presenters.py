@@ -225,6 +225,7 @@ def detail(incident: Incident) -> dict[str, Any]:
             "tree": roots,
             "hypothesis_count": len(hypotheses),
             "chain": stored["chain"],
+            "calibrated": stored["outcome"].get("calibrated_probability"),
             "path": stored["path"],
             "ladder": ladder(investigation, ceiling),
             "proposals": proposals,
