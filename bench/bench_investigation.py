@@ -5,10 +5,11 @@ Targets (issue #20): Rootline's median at most 2 s per case on every dataset, an
 BARO (the `baro` method of the RCAEval package) timed in the same run on the same metrics.
 
 BARO lives only in the bench's own virtualenv (`var/bench-baro`, created on first use with
-`pip install RCAEval==1.8.1 numpy pandas scikit-learn`), never in the project's dependencies. For each
-case the bench writes the metrics the engine reads (every metric series of every entity, the baseline
-window then the incident window that `rca.investigation.engine.windows` gives the engine) as one CSV, and
-the BARO side times `baro(frame, anomalies=[baseline rows])` per case, the reading of the CSV untimed.
+`pip install RCAEval==1.8.1 numpy pandas scikit-learn requests tqdm`), never in the project's
+dependencies. For each case the bench writes the metrics the engine reads (every metric series of every
+entity, the baseline window then the incident window that `rca.investigation.engine.windows` gives the
+engine) as one CSV, and the BARO side times `baro(frame, anomalies=[baseline rows])` per case (given
+`anomalies`, BARO splits by row and needs no `time` column), the reading of the CSV untimed.
 Rootline's seconds are the evaluation runner's: loading the case and investigating it. So the ratio is
 Rootline end to end against BARO's ranking alone, the comparison least favourable to Rootline.
 """
@@ -23,7 +24,6 @@ import sys
 import venv
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -38,18 +38,25 @@ TARGET_MEDIAN_S = 2.0  # issue #20
 TARGET_BARO_RATIO = 3.0  # issue #20: Rootline's median at most 3x BARO's
 ROOT = Path(__file__).resolve().parents[1]
 BARO_ENV = ROOT / "var" / "bench-baro"
-BARO_PACKAGES = ("RCAEval==1.8.1", "numpy", "pandas", "scikit-learn")
+BARO_PACKAGES = ("RCAEval==1.8.1", "numpy", "pandas", "scikit-learn", "requests", "tqdm")
 
 # Runs inside the BARO virtualenv: times `baro` on each case's frame; prints {case: seconds} as JSON.
+# `RCAEval/e2e/baro.py` is loaded by its file: on Python 3.11 the `RCAEval.e2e` package imports every
+# method eagerly (matplotlib, causallearn, torch...), none of which BARO needs; the function is the same.
 BARO_RUNNER = """
-import json, sys, time
+import importlib.util, json, sys, time
+from pathlib import Path
 import pandas as pd
-from RCAEval.e2e.baro import baro
+import RCAEval
+source = Path(RCAEval.__file__).parent / "e2e" / "baro.py"
+spec = importlib.util.spec_from_file_location("rcaeval_baro", source)
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
 out = {}
 for item in json.load(open(sys.argv[1])):
     frame = pd.read_csv(item["csv"])
     started = time.perf_counter()
-    baro(frame, anomalies=[item["normal_rows"]])
+    module.baro(frame, anomalies=[item["normal_rows"]])
     out[item["case"]] = time.perf_counter() - started
 print(json.dumps(out))
 """
@@ -61,9 +68,7 @@ def baro_python() -> Path:
     python = BARO_ENV / "bin" / "python"
     if not python.exists():
         venv.create(BARO_ENV, with_pip=True)
-    probe = subprocess.run(
-        [python, "-c", "import RCAEval.e2e.baro, sklearn"], capture_output=True, check=False
-    )
+    probe = subprocess.run([python, "-c", "import RCAEval.io.time_series"], capture_output=True, check=False)
     if probe.returncode != 0:
         install = subprocess.run(
             [python, "-m", "pip", "install", "--quiet", *BARO_PACKAGES],
@@ -88,7 +93,7 @@ def metrics_frame(case: RecordedCase, window: TimeWindow) -> pd.DataFrame:
 
 
 def baro_inputs(data: Path, selection: Selection, folder: Path) -> list[dict[str, object]]:
-    """One CSV per case (baseline rows, then incident rows, with a `time` column) and its manifest."""
+    """One CSV per case (baseline rows, then incident rows) and its manifest."""
     folder.mkdir(parents=True, exist_ok=True)
     config = EngineConfig()
     items: list[dict[str, object]] = []
@@ -97,7 +102,6 @@ def baro_inputs(data: Path, selection: Selection, folder: Path) -> list[dict[str
         incident, baseline = windows(case.source, case.alert.fired_at, config)
         normal, anomalous = metrics_frame(case, baseline), metrics_frame(case, incident)
         frame = pd.concat([normal, anomalous]).ffill().bfill().fillna(0.0)
-        frame.insert(0, "time", np.arange(len(frame), dtype=float))
         path = folder / f"{i:04d}.csv"
         frame.to_csv(path, index=False)
         items.append(
