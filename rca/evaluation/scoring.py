@@ -122,6 +122,7 @@ class CaseRow:
             "top5": "|".join(self.top5),
             "rank": self.rank or "",
             "exit": self.exit,
+            "validated": int(self.validated),
             "tier": self.tier,
             "capped_confidence": f"{self.capped_confidence:.4f}",
             "seconds": f"{self.seconds:.3f}",
