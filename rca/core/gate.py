@@ -127,18 +127,23 @@ class CalibratedExit:
 
 
 def calibrated_exit(
-    exit: GateExit, calibration: CalibrationMap | None, scores: Mapping[str, float]
+    exit: GateExit,
+    calibration: CalibrationMap | None,
+    scores: Mapping[str, float],
+    mode: Mode = Mode.ACTIVE,
 ) -> CalibratedExit:
-    """The conclusion's exit once calibrated: a confident exit stays confident only when the map's
-    probability for the run's `scores` (`rca.core.calibration.features`) reaches its threshold.
+    """The conclusion's exit once calibrated: in active `mode`, a confident exit stays confident only when
+    the map's probability for the run's `scores` (`rca.core.calibration.features`) reaches its threshold.
 
     Validated evidence is necessary, never sufficient: the map says how often runs scored like this
-    one were right on data it was fitted on. Without a map the gate's exit stands.
+    one were right on data it was fitted on. In shadow mode the probability is computed and reported
+    but the gate's exit stands; without a map the gate's exit stands and there is no probability.
     """
     if calibration is None:
         return CalibratedExit(exit, None)
     probability = calibration.apply(scores)
-    if exit is GateExit.CONFIDENT and not calibration.confident(scores, validated=True):
+    withheld = exit is GateExit.CONFIDENT and not calibration.confident(scores, validated=True)
+    if withheld and mode.governs:
         return CalibratedExit(GateExit.NO_CONFIDENT_ROOT_CAUSE, probability)
     return CalibratedExit(exit, probability)
 

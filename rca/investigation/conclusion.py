@@ -183,7 +183,12 @@ def conclude(
         supporting_lanes=supporting_lanes(tree.hypotheses, candidates[0].entity) if candidates else 0,
     )
     # The calibration is part of the gate: it governs only where the gate does.
-    calibrated = calibrated_exit(exit_, settings.calibration if settings.gate_mode.governs else None, scores)
+    calibrated = calibrated_exit(
+        exit_,
+        settings.calibration if settings.gate_mode.governs else None,
+        scores,
+        settings.calibration_mode,
+    )
     state, reason = loop.control.decision.state, loop.control.decision.reason
     if calibrated.exit is not exit_:  # validated, but runs scored like this one were too often wrong
         exit_, root, path, state = calibrated.exit, None, (), GateState.NO_CONFIDENT_ROOT_CAUSE

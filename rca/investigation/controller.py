@@ -44,6 +44,7 @@ class LoopSettings:
     levels: LevelSettings = DEFAULT_LEVELS  # when to drill down a level and when to backtrack
     refine: bool = True  # refine leaders into fault kinds and details (Graph of States)
     calibration: CalibrationMap | None = None  # the confident exit's calibration (None: the gate alone)
+    calibration_mode: Mode = Mode.ACTIVE  # active: the calibration withholds; shadow: it only reports
 
 
 @dataclass

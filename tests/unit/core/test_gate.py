@@ -204,3 +204,8 @@ def test_calibrated_exit_never_makes_an_unvalidated_run_confident():
 
 def test_without_a_map_the_gate_exit_stands():
     assert calibrated_exit(GateExit.CONFIDENT, None, {}) == CalibratedExit(GateExit.CONFIDENT, None)
+
+
+def test_in_shadow_the_calibration_reports_but_does_not_decide():
+    got = calibrated_exit(GateExit.CONFIDENT, _MAP, {"top_score": 2.0}, Mode.SHADOW)
+    assert got == CalibratedExit(GateExit.CONFIDENT, 0.5)

@@ -127,7 +127,8 @@ def test_the_calibration_withholds_a_validated_exit_below_its_threshold() -> Non
     assert free.exit == "confident"
     assert free.calibrated_probability is None
     strict = CalibrationMap("top_score", (0.0, 1e9), (0.0, 0.5), threshold=0.9)
-    result = investigate(*build(CHAIN, cpu_in_payment()), replace(EngineConfig(), calibration=strict))
+    active = replace(EngineConfig(), calibration=strict, calibration_mode=Mode.ACTIVE)
+    result = investigate(*build(CHAIN, cpu_in_payment()), active)
     assert result.validated
     assert result.exit == "no_confident_root_cause"
     assert result.root_cause is None
@@ -142,12 +143,18 @@ def test_the_calibration_withholds_a_validated_exit_below_its_threshold() -> Non
     assert stored == round(result.calibrated_probability, 4)
 
 
-def test_the_stored_calibration_is_what_the_engine_applies() -> None:
+def test_the_stored_calibration_is_applied_in_shadow_by_default() -> None:
     stored = load_calibration()
     assert EngineConfig().calibration == stored
+    assert EngineConfig().calibration_mode is Mode.SHADOW
     result = investigate(*build(CHAIN, cpu_in_payment()))
     assert result.calibrated_probability == stored.apply(result.calibration_scores)
-    assert (result.exit == "confident") is stored.confident(result.calibration_scores, result.validated)
+    assert (result.exit == "confident") is result.validated  # shadow: the gate's exit stands
+    strict = CalibrationMap("top_score", (0.0, 1e9), (0.0, 0.5), threshold=0.9)
+    shadow = investigate(*build(CHAIN, cpu_in_payment()), replace(EngineConfig(), calibration=strict))
+    assert shadow.exit == "confident"
+    assert shadow.calibrated_probability is not None
+    assert shadow.calibrated_probability < strict.threshold
 
 
 def test_a_missing_or_malformed_calibration_file_is_named(tmp_path: Path) -> None:
