@@ -75,6 +75,7 @@ def detail(incident: Incident) -> dict[str, Any]:
             # The evidence lines themselves are in the timeline; the chain links to them.
             "chain": {**stored["chain"], "evidence": []},
             "chain_lines": events.validating,
+            "calibrated": stored["outcome"].get("calibrated_probability"),
             "path": stored["path"],
             "ladder": ladder(investigation, ceiling),
             "proposals": proposals,

@@ -12,8 +12,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# No per-example time limit: on a shared 2-core machine an example can take longer than Hypothesis's
+# 200 ms default for reasons that are not the code's; speed is measured in bench/, never in tests.
+hypothesis_settings.register_profile("rootline", deadline=None)
+hypothesis_settings.load_profile("rootline")
 
 
 def free_port() -> int:

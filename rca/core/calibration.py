@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from rca.core.evidence import Verdict
+from rca.core.hypotheses import Hypothesis
 
 # The features a calibration map may read (see `features`).
 FEATURES = ("validated_margin", "raw_confidence", "margin", "top_score", "lanes")
@@ -99,6 +102,19 @@ def margin(scores: Sequence[float]) -> float:
     if len(scores) < 2:
         return 1.0
     return max(0.0, min(1.0, (scores[0] - scores[1]) / scores[0]))
+
+
+def supporting_lanes(hypotheses: Iterable[Hypothesis], entity: str) -> int:
+    """Distinct evidence lanes whose hard evidence supports a hypothesis about `entity`."""
+    return len(
+        {
+            e.source
+            for h in hypotheses
+            if h.entity == entity
+            for e in h.evidence
+            if e.is_hard and e.verdict is Verdict.SUPPORTS
+        }
+    )
 
 
 def features(

@@ -38,6 +38,11 @@ class Verdict(StrEnum):
     INCONCLUSIVE = "inconclusive"
 
 
+# Lanes that describe structure (what may propagate to what), never behaviour: their evidence can
+# never validate a hypothesis by itself.
+STRUCTURAL_SOURCES: frozenset[Source] = frozenset({Source.TOPOLOGY})
+
+
 def no_signals() -> Mapping[str, SignalValue]:
     """A fresh empty, read-only signal mapping (the default for records without signals)."""
     return MappingProxyType({})
@@ -75,8 +80,9 @@ class Evidence:
 
     @property
     def validates(self) -> bool:
-        """True when this item alone is enough to validate its hypothesis (hard and supporting)."""
-        return self.is_hard and self.verdict is Verdict.SUPPORTS
+        """True when this item alone is enough to validate its hypothesis: hard, supporting, and from a
+        lane that observes behaviour (a structural lane never validates)."""
+        return self.is_hard and self.verdict is Verdict.SUPPORTS and self.source not in STRUCTURAL_SOURCES
 
 
 class EvidenceSink:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
+from rca.core.calibration import CalibrationMap
 from rca.core.hypotheses import Hypothesis, HypothesisTree
 from rca.core.modes import Mode
 
@@ -114,6 +116,36 @@ def evaluate(
             "the model wants to finish but no hypothesis is validated",
         )
     return GateDecision(GateState.INVESTIGATING, GateExit.NONE, 0, None, 4, "keep investigating")
+
+
+@dataclass(frozen=True, slots=True)
+class CalibratedExit:
+    """The exit after calibration and the calibrated probability it was judged by (None: no map)."""
+
+    exit: GateExit
+    probability: float | None
+
+
+def calibrated_exit(
+    exit: GateExit,
+    calibration: CalibrationMap | None,
+    scores: Mapping[str, float],
+    mode: Mode = Mode.ACTIVE,
+) -> CalibratedExit:
+    """The conclusion's exit once calibrated: in active `mode`, a confident exit stays confident only when
+    the map's probability for the run's `scores` (`rca.core.calibration.features`) reaches its threshold.
+
+    Validated evidence is necessary, never sufficient: the map says how often runs scored like this
+    one were right on data it was fitted on. In shadow mode the probability is computed and reported
+    but the gate's exit stands; without a map the gate's exit stands and there is no probability.
+    """
+    if calibration is None:
+        return CalibratedExit(exit, None)
+    probability = calibration.apply(scores)
+    withheld = exit is GateExit.CONFIDENT and not calibration.confident(scores, validated=True)
+    if withheld and mode.governs:
+        return CalibratedExit(GateExit.NO_CONFIDENT_ROOT_CAUSE, probability)
+    return CalibratedExit(exit, probability)
 
 
 def legacy_stop(wants_to_finish: bool, turns_used: int, budget: GateBudget) -> bool:

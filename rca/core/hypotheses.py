@@ -27,14 +27,15 @@ class Conclusion(StrEnum):
 def derive_state(evidence: Iterable[Evidence]) -> HypothesisState:
     """The state an evidence list proves.
 
-    Any hard ``supports`` validates (it dominates refutation); otherwise any ``refutes``
+    Any validating item (hard ``supports`` from a behavioural lane) validates (it dominates
+    refutation); otherwise any ``refutes``
     invalidates, whatever its source, so the model may downgrade but never upgrade; otherwise
     the hypothesis is inconclusive. Order does not matter.
     """
     has_hard_support = False
     has_refute = False
     for item in evidence:
-        if item.verdict is Verdict.SUPPORTS and item.is_hard:
+        if item.validates:
             has_hard_support = True
         elif item.verdict is Verdict.REFUTES:
             has_refute = True

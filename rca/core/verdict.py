@@ -10,6 +10,12 @@
    are read as signals; failing that, fault and health cues are weighed with their negations.
 
 A healthy result can refute or be inconclusive, never support. The default is inconclusive.
+
+No evidence proves a fault by naming it: the entity names a tool reports (``ToolOutput.entities``)
+are masked before the text is read, so `topology: timeout-proxy has 1 callers` or `changes: no
+change to error-tracker` classify on their signals, not on the words inside a name; and a lane that
+describes structure (``ToolOutput.structural``, the topology lane) is inconclusive whatever it says,
+since a graph can say what may propagate, never that something is broken.
 """
 
 from __future__ import annotations
@@ -77,9 +83,12 @@ class ToolOutput:
     backend_status: int | None = None
     onset_start: float | None = None
     onset_end: float | None = None
+    entities: tuple[str, ...] = ()  # names the text may carry: identifiers, never cues
+    structural: bool = False  # a structure-only lane (topology): never decisive on its own
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "signals", MappingProxyType(dict(self.signals)))
+        object.__setattr__(self, "entities", tuple(self.entities))
 
     @property
     def failed(self) -> bool:
@@ -402,8 +411,11 @@ _NONE_OF = re.compile(r"\b(?:none|neither) of\b", re.IGNORECASE)
 _POST_NEGATION = re.compile(
     r"\A(?:\s*(?:found|detected|observed|seen|reported|count|total|lines?|rate))?\s*[:=]?\s*[\"']?"
     r"(?:0+(?:\.0+)?%?|none|false|null|nil|<nil>|<none>)(?![\w.])"
-    r"|\A\s*(?:(?:were|was|is|are|has been|have been)\s+)?not\s+"
-    r"(?:found|detected|present|seen|observed|reported)\b"
+    # "errors not found", "error rate not elevated", "error count normal": a cue reported as normal.
+    r"|\A(?:\s*(?:rates?|counts?|lines?|ratios?|spans?|levels?|logs?))?\s*[:=]?\s*"
+    r"(?:(?:were|was|is|are|has been|have been|stays?|stayed|remains?|remained)\s+)?"
+    r"(?:not\s+(?:found|detected|present|seen|observed|reported|elevated|raised|increased|high(?:er)?|"
+    r"above\w*|abnormal|anomalous)|normal|unchanged|nominal|at (?:the )?baseline)\b"
     r"|\A-?free\b",
     re.IGNORECASE,
 )
@@ -448,8 +460,32 @@ def _lexical(text: str, t: Thresholds) -> Verdict:
 # --- public API --------------------------------------------------------------------------------
 
 
-def classify_text(text: str, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Verdict:
-    """Classify free text alone: failure/empty shapes, then embedded signals, then cues."""
+_ENTITY_MASK = "entity"  # a neutral word: no cue, no negator, no key a signal pattern reads
+
+
+def mask_entities(text: str, entities: Iterable[str]) -> str:
+    """``text`` with every whole occurrence of an entity name replaced by a neutral word.
+
+    Longest names first, so a name containing another is masked whole; a name only counts where it
+    is not part of a longer identifier (`cart` inside `carts-db` is left to `carts-db`).
+    """
+    names = sorted({e for e in entities if e.strip()}, key=len, reverse=True)
+    if not names:
+        return text
+    pattern = re.compile(
+        r"(?<![\w.-])(?:" + "|".join(re.escape(n) for n in names) + r")(?![\w-]|\.\w)", re.IGNORECASE
+    )
+    return pattern.sub(_ENTITY_MASK, text)
+
+
+def classify_text(
+    text: str, thresholds: Thresholds = DEFAULT_THRESHOLDS, entities: Iterable[str] = ()
+) -> Verdict:
+    """Classify free text alone: failure/empty shapes, then embedded signals, then cues.
+
+    ``entities`` are masked first (`mask_entities`): a name is never a word of the verdict.
+    """
+    text = mask_entities(text, entities)
     if _failed_or_empty(text):
         return Verdict.INCONCLUSIVE
     judged = _judge(_collect(_text_pairs(text)), None, thresholds)
@@ -457,11 +493,11 @@ def classify_text(text: str, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Ver
 
 
 def classify(output: ToolOutput, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Verdict:
-    """Classify one tool result: failure guard, then structured signals, then its text."""
-    if output.failed:
+    """Classify one tool result: failure and structure guards, then structured signals, then its text."""
+    if output.failed or output.structural:
         return Verdict.INCONCLUSIVE
     window = None
     if output.onset_start is not None and output.onset_end is not None:
         window = (output.onset_start, output.onset_end)
     judged = _judge(_collect(output.signals.items()), window, thresholds)
-    return judged if judged is not None else classify_text(output.text, thresholds)
+    return judged if judged is not None else classify_text(output.text, thresholds, output.entities)

@@ -36,7 +36,7 @@ FOLDINGS: Mapping[str, Callable[[CaseRow], str]] = {
 
 def labelled(row: CaseRow) -> Labelled:
     """What the calibration sees of an evaluated row."""
-    return Labelled(dict(row.features), row.exit == "confident", row.correct)
+    return Labelled(dict(row.features), row.validated, row.correct)
 
 
 @dataclass(frozen=True)

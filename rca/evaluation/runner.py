@@ -17,8 +17,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from rca.core.calibration import features
-from rca.core.evidence import Source, Verdict
 from rca.evaluation.ground_truth import ground_truth
 from rca.evaluation.scoring import CaseRow, detail_correct, expected_kind, scorecard
 from rca.investigation.engine import EngineConfig, investigate
@@ -70,6 +68,7 @@ def evaluate_case(data_dir: Path, ref: CaseRef, config: EngineConfig) -> CaseRow
         top5=tuple(c.entity for c in result.candidates[:5]),
         predicted_kind=top.fault_kind if top else None,
         exit=result.exit,
+        validated=result.validated,
         tier=result.outcome.tier.value,
         capped_confidence=result.outcome.confidence.capped,
         seconds=seconds,
@@ -88,28 +87,10 @@ def evaluate_case(data_dir: Path, ref: CaseRef, config: EngineConfig) -> CaseRow
     )
 
 
-def supporting_lanes(result: InvestigationResult, entity: str) -> int:
-    """Distinct telemetry sources whose evidence supports a hypothesis about `entity`."""
-    return len(
-        {
-            e.source
-            for h in result.hypotheses
-            if h.entity == entity
-            for e in h.evidence
-            if e.verdict is Verdict.SUPPORTS and e.source is not Source.LLM_INFERRED
-        }
-    )
-
-
 def run_features(result: InvestigationResult) -> dict[str, float]:
-    """The calibration scores of one investigation (rca.core.calibration.features)."""
-    top = result.candidates[0].entity if result.candidates else ""
-    return features(
-        validated=result.exit == "confident",
-        raw_confidence=result.outcome.confidence.raw,
-        candidate_scores=[c.score for c in result.candidates],
-        supporting_lanes=supporting_lanes(result, top),
-    )
+    """The calibration scores of one investigation: those its conclusion computed and judged its exit by
+    (rca.core.calibration.features), so what is fitted is exactly what is applied."""
+    return dict(result.calibration_scores)
 
 
 def run(

@@ -85,6 +85,7 @@ class CaseRow:
     features: Mapping[str, float] = field(default_factory=dict)  # rca.core.calibration.features
     route: tuple[str, ...] = ()  # the reported propagation path, root cause first, symptom last
     truth_path: tuple[str, ...] = ()  # the injected path (synthetic cases), root first
+    validated: bool = False  # the gate's validated exit before calibration (what calibration is fitted on)
 
     @property
     def key(self) -> str:
@@ -121,6 +122,7 @@ class CaseRow:
             "top5": "|".join(self.top5),
             "rank": self.rank or "",
             "exit": self.exit,
+            "validated": int(self.validated),
             "tier": self.tier,
             "capped_confidence": f"{self.capped_confidence:.4f}",
             "seconds": f"{self.seconds:.3f}",

@@ -351,7 +351,7 @@ class AnthropicPolicy:
             else:
                 self._pending.append(_result(first.id, "Noted."))
             return outcome
-        self._fall_back(f"{MAX_REJECTED + 1} invalid tool calls in a row")
+        self._fall_back(f"{MAX_REJECTED + 1} rejected tool calls in a row")
         return None
 
     def _action(self, use: ToolUseBlock, view: LoopView) -> _Outcome:

@@ -12,7 +12,8 @@ from itertools import pairwise
 import networkx as nx
 
 from rca.core.actions import map_outcome
-from rca.core.gate import GateExit, evaluate
+from rca.core.calibration import features, margin, supporting_lanes
+from rca.core.gate import GateExit, GateState, calibrated_exit, evaluate
 from rca.core.grounding import assemble_chain
 from rca.core.hypotheses import Hypothesis, HypothesisState, HypothesisTree
 from rca.core.levels import refined, root_of
@@ -157,7 +158,7 @@ def conclude(
     candidates = rank_candidates(suspects, loop, deepest, explained_by, symptom_reach(facts))
     root = next((c for c in candidates if named is not None and c.entity == named.entity), None)
     score_of: Mapping[str, Suspect] = {s.entity: s for s in suspects}
-    margin = _margin(candidates) if root is not None else 0.0
+    lead = margin([c.score for c in candidates]) if root is not None else 0.0
     path = propagation_path(facts, tree, root.entity) if root else ()
     route = [root.entity, *[h.effect for h in path]] if root else []
     chain = assemble_chain(
@@ -168,12 +169,36 @@ def conclude(
         onset=facts.onset,
         subscores=score_of[root.entity].subscores if root and root.entity in score_of else None,
     )
-    confidence = policy.confidence(tree, named, margin)
+    confidence = policy.confidence(tree, named, lead)
     if policy.failure is not None and named is not None:
         # It failed closed while rating this conclusion: conclude again, now naming nothing.
         return conclude(facts, loop, suspects, settings, policy, cap_mode)
     if not settings.gate_mode.governs and named is not None and confidence == 0.0:
-        confidence = round(0.5 + 0.4 * margin, 4)  # the legacy run trusts its own ranking
+        confidence = round(0.5 + 0.4 * lead, 4)  # the legacy run trusts its own ranking
+    validated = exit_ is GateExit.CONFIDENT
+    scores = features(
+        validated=validated,
+        raw_confidence=confidence,
+        candidate_scores=[c.score for c in candidates],
+        supporting_lanes=supporting_lanes(tree.hypotheses, candidates[0].entity) if candidates else 0,
+    )
+    # The calibration is part of the gate: it governs only where the gate does.
+    calibrated = calibrated_exit(
+        exit_,
+        settings.calibration if settings.gate_mode.governs else None,
+        scores,
+        settings.calibration_mode,
+    )
+    state, reason = loop.control.decision.state, loop.control.decision.reason
+    if calibrated.exit is not exit_:  # validated, but runs scored like this one were too often wrong
+        exit_, root, path, state = calibrated.exit, None, (), GateState.NO_CONFIDENT_ROOT_CAUSE
+        reason = (
+            f"{reason}; calibrated probability {calibrated.probability:.2f} below the confident "
+            f"threshold {settings.calibration.threshold:.2f} (calibration.json)"
+            if settings.calibration is not None
+            else reason
+        )
+        chain = assemble_chain(tree, named_entity=None, path=[], changes=facts.citations, onset=facts.onset)
     outcome = map_outcome(exit_, confidence, chain.grounding, cap_mode)
     return InvestigationResult(
         policy=policy.name,
@@ -185,7 +210,7 @@ def conclude(
         stop_reason=(
             f"the policy failed closed: {policy.failure}"
             if policy.failure is not None
-            else loop.control.decision.reason
+            else reason
             if settings.gate_mode.governs
             else _legacy_reason(loop)
         ),
@@ -207,24 +232,20 @@ def conclude(
         policy_failure=policy.failure,
         policy_notes=policy.notes,
         guidance=(
-            guidance_for(facts, tree, loop.control.decision.state, suspects, policy.failure is not None)
+            guidance_for(facts, tree, state, suspects, policy.failure is not None)
             if exit_ is GateExit.NO_CONFIDENT_ROOT_CAUSE
             else None
         ),
         facts=facts,
+        validated=validated,
+        calibration_scores=scores,
+        calibrated_probability=calibrated.probability,
     )
 
 
 def _best_guess(tree: HypothesisTree, priority: Mapping[str, float]) -> Hypothesis | None:
     live = [h for h in tree.hypotheses if h.state is not HypothesisState.INVALIDATED]
     return max(live, key=lambda h: (priority.get(h.id, 0.0), h.id), default=None)
-
-
-def _margin(candidates: Sequence[Candidate]) -> float:
-    """How far the first candidate leads the second, as a share of its score."""
-    if len(candidates) < 2 or candidates[0].score <= 0:
-        return 1.0 if candidates else 0.0
-    return max(0.0, min(1.0, (candidates[0].score - candidates[1].score) / candidates[0].score))
 
 
 def _legacy_reason(loop: LoopOutcome) -> str:

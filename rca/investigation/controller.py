@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from rca.core.calibration import CalibrationMap
 from rca.core.evidence import EvidenceSink, Verdict
 from rca.core.gate import GateBudget, LoopControl, control
 from rca.core.hypotheses import Conclusion, Hypothesis, HypothesisTree
@@ -42,6 +43,8 @@ class LoopSettings:
     damping: float = 0.5  # share of a symptom's priority passed to the callees that explain it
     levels: LevelSettings = DEFAULT_LEVELS  # when to drill down a level and when to backtrack
     refine: bool = True  # refine leaders into fault kinds and details (Graph of States)
+    calibration: CalibrationMap | None = None  # the confident exit's calibration (None: the gate alone)
+    calibration_mode: Mode = Mode.ACTIVE  # active: the calibration withholds; shadow: it only reports
 
 
 @dataclass

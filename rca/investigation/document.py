@@ -142,6 +142,9 @@ class OutcomeDoc(_Model):
     governing_confidence: float | None = None
     grounding: str = ""
     cap_mode: str = ""
+    # That the named cause is right, from the calibration the confident exit is judged by (None: none
+    # applied, or a document written before it existed).
+    calibrated_probability: float | None = None
 
 
 class StepDoc(_Model):
@@ -322,6 +325,9 @@ def document_of(result: InvestigationResult) -> ResultDocument:
             governing_confidence=result.outcome.confidence.governing,
             grounding=result.outcome.confidence.grounding.value,
             cap_mode=result.outcome.confidence.mode.value,
+            calibrated_probability=(
+                round(result.calibrated_probability, 4) if result.calibrated_probability is not None else None
+            ),
         ),
         beliefs={k: v.value for k, v in result.beliefs.items()},
         steps=[

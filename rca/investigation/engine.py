@@ -6,8 +6,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from rca.core.calibration import CalibrationMap
 from rca.core.gate import GateBudget
 from rca.core.modes import Mode
+from rca.investigation.calibration import load_calibration
 from rca.investigation.conclusion import conclude
 from rca.investigation.controller import Controller, LoopSettings, Progress
 from rca.investigation.policy import OfflinePolicy, Policy
@@ -38,6 +40,13 @@ class EngineConfig:
     before_onset_s: float = 10 * MINUTE
     after_onset_s: float = 5 * MINUTE
     baseline_s: float = 60 * MINUTE
+    # The confident exit's calibration (rca/investigation/calibration.json); None: the gate alone.
+    calibration: CalibrationMap | None = field(default_factory=load_calibration)
+    # Shadow: the calibrated probability is recorded and shown, the gate's exit stands. Active would
+    # withhold validated exits below the map's threshold; on the dev cases it does not raise
+    # out-of-fold precision, and lowers it on the synthetic suite (docs/evaluation.md section 3), so
+    # under issue #20's rules it does not govern until a map that does is fitted.
+    calibration_mode: Mode = Mode.SHADOW
     # Makes each investigation's policy (a policy keeps per-investigation state such as its budget).
     policy: Callable[[], Policy] = OfflinePolicy
 
@@ -75,6 +84,8 @@ def investigate(
         belief_propagation=config.belief_propagation,
         seeds=config.seeds,
         refine=config.refine,
+        calibration=config.calibration,
+        calibration_mode=config.calibration_mode,
     )
     chosen = policy or config.policy()
     controller = Controller(ctx, chosen, instances(specs), settings, clock, progress)

@@ -90,6 +90,9 @@ class InvestigationResult:
     policy_notes: tuple[str, ...] = ()  # retries, rejected model calls, a fallback to the offline policy
     guidance: Guidance | None = None  # recovery guidance, when no confident root cause was found
     facts: RunFacts | None = None  # what the tools recorded during the run (the explorer's series, ...)
+    validated: bool = False  # the gate found validated evidence (before calibration)
+    calibration_scores: Mapping[str, float] = field(default_factory=dict)  # rca.core.calibration.features
+    calibrated_probability: float | None = None  # that the named cause is right (None: no map)
 
     @property
     def confident(self) -> bool:

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import networkx as nx
 
-from rca.core.evidence import Evidence, EvidenceSink, SignalValue, Source, Verdict
+from rca.core.evidence import STRUCTURAL_SOURCES, Evidence, EvidenceSink, SignalValue, Source, Verdict
 from rca.core.hypotheses import Hypothesis
 from rca.core.redact import redact
 from rca.core.verdict import ToolOutput, classify
@@ -145,6 +145,9 @@ class EvidenceCapturingTool:
                 error=result.error,
                 onset_start=ctx.incident.start,
                 onset_end=ctx.incident.end,
+                # Names are identifiers, not words: "timeout-proxy" never reads as a timeout.
+                entities=(*ctx.graph.names(), hypothesis.entity, ctx.alert.entity),
+                structural=self.tool.source in STRUCTURAL_SOURCES,
             )
         )
         evidence = Evidence(

@@ -8,6 +8,7 @@ import pytest
 from django.test import Client
 
 from rca.incidents.models import ActionProposal, Incident, Investigation
+from rca.incidents.results import result_document
 from tests.integration.api import factories
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
@@ -287,3 +288,16 @@ def test_guidance_is_shown_and_a_responder_reruns_applying_it(
     assert new is not None
     assert new.applied_guidance["from_investigation"] == investigation.pk
     assert responder.get(f"{page_url}rerun/").status_code == 405
+
+
+def test_the_incident_page_shows_the_calibrated_probability(
+    viewer: Client, concluded: ActionProposal
+) -> None:
+    investigation = concluded.investigation
+    document = result_document(investigation)
+    assert document is not None
+    outcome = document.outcome.model_copy(update={"calibrated_probability": 0.8312})
+    investigation.result_document = document.model_copy(update={"outcome": outcome}).to_json()
+    investigation.save(update_fields=["result_document"])
+    page = viewer.get(f"/incidents/{investigation.incident_id}/").content.decode()
+    assert "calibrated <strong>0.83</strong>" in page

@@ -7,7 +7,16 @@ import math
 
 import pytest
 
-from rca.core.calibration import FEATURES, CalibrationError, CalibrationMap, features, margin
+from rca.core.calibration import (
+    FEATURES,
+    CalibrationError,
+    CalibrationMap,
+    features,
+    margin,
+    supporting_lanes,
+)
+from rca.core.evidence import Source, Verdict
+from tests.unit.core.factories import ev, hyp
 
 STEP = CalibrationMap("validated_margin", (0.0, 1.0, 1.0, 2.0), (0.1, 0.1, 0.6, 0.9), threshold=0.7)
 
@@ -118,3 +127,17 @@ def test_features_clamp_what_they_cannot_trust() -> None:
         ]
         == 1.0
     )
+
+
+def test_supporting_lanes_count_distinct_hard_supporting_sources() -> None:
+    h = hyp(
+        "h1",
+        ev(Verdict.SUPPORTS, Source.METRICS),
+        ev(Verdict.SUPPORTS, Source.METRICS),
+        ev(Verdict.SUPPORTS, Source.LOGS),
+        ev(Verdict.REFUTES, Source.TRACES),
+        entity="svc",
+    )
+    other = hyp("h2", ev(Verdict.SUPPORTS, Source.TRACES), entity="elsewhere")
+    assert supporting_lanes([h, other], "svc") == 2
+    assert supporting_lanes([h, other], "none") == 0

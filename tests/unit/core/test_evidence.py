@@ -5,7 +5,8 @@ from types import MappingProxyType
 
 import pytest
 
-from rca.core.evidence import Evidence, EvidenceSink, Source, Verdict
+from rca.core.evidence import STRUCTURAL_SOURCES, Evidence, EvidenceSink, Source, Verdict
+from rca.core.hypotheses import HypothesisState, derive_state
 from tests.unit.core.factories import ev
 
 
@@ -27,7 +28,13 @@ def test_source_and_verdict_values_are_the_contract():
 def test_is_hard_exactly_when_not_llm_inferred(source):
     item = ev(source=source)
     assert item.is_hard is (source is not Source.LLM_INFERRED)
-    assert item.validates is (source is not Source.LLM_INFERRED)
+    # A structural lane (topology) is hard evidence but never validates by itself.
+    assert item.validates is (source is not Source.LLM_INFERRED and source not in STRUCTURAL_SOURCES)
+
+
+def test_topology_support_alone_never_validates():
+    assert derive_state([ev(source=Source.TOPOLOGY)]) is HypothesisState.INCONCLUSIVE
+    assert derive_state([ev(source=Source.TOPOLOGY), ev(source=Source.METRICS)]) is HypothesisState.VALIDATED
 
 
 @pytest.mark.parametrize("verdict", [Verdict.REFUTES, Verdict.INCONCLUSIVE])

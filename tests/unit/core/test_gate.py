@@ -6,8 +6,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rca.core.calibration import CalibrationMap
 from rca.core.evidence import Source, Verdict
-from rca.core.gate import GateBudget, GateExit, GateState, control, evaluate, legacy_stop
+from rca.core.gate import (
+    CalibratedExit,
+    GateBudget,
+    GateExit,
+    GateState,
+    calibrated_exit,
+    control,
+    evaluate,
+    legacy_stop,
+)
 from rca.core.hypotheses import HypothesisTree
 from rca.core.modes import Mode
 from tests.unit.core.factories import ev, hyp
@@ -170,3 +180,32 @@ def test_active_mode_governs():
     slow = control(NOTHING, False, 3, 240.0, BUDGET, Mode.ACTIVE)
     assert slow.stop
     assert not slow.legacy_stop
+
+
+# --- the calibrated confident exit -------------------------------------------------------------
+
+_MAP = CalibrationMap("top_score", (0.0, 2.0, 4.0), (0.2, 0.5, 0.97), threshold=0.9)
+
+
+def test_calibrated_exit_keeps_a_confident_run_at_the_threshold():
+    got = calibrated_exit(GateExit.CONFIDENT, _MAP, {"top_score": 5.0})
+    assert got == CalibratedExit(GateExit.CONFIDENT, 0.97)
+
+
+def test_calibrated_exit_withholds_a_validated_run_below_the_threshold():
+    got = calibrated_exit(GateExit.CONFIDENT, _MAP, {"top_score": 2.0})
+    assert got == CalibratedExit(GateExit.NO_CONFIDENT_ROOT_CAUSE, 0.5)
+
+
+def test_calibrated_exit_never_makes_an_unvalidated_run_confident():
+    got = calibrated_exit(GateExit.NO_CONFIDENT_ROOT_CAUSE, _MAP, {"top_score": 9.0})
+    assert got == CalibratedExit(GateExit.NO_CONFIDENT_ROOT_CAUSE, 0.97)
+
+
+def test_without_a_map_the_gate_exit_stands():
+    assert calibrated_exit(GateExit.CONFIDENT, None, {}) == CalibratedExit(GateExit.CONFIDENT, None)
+
+
+def test_in_shadow_the_calibration_reports_but_does_not_decide():
+    got = calibrated_exit(GateExit.CONFIDENT, _MAP, {"top_score": 2.0}, Mode.SHADOW)
+    assert got == CalibratedExit(GateExit.CONFIDENT, 0.5)

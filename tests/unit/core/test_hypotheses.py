@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rca.core.evidence import EvidenceSink, Source, Verdict
+from rca.core.evidence import STRUCTURAL_SOURCES, EvidenceSink, Source, Verdict
 from rca.core.hypotheses import Conclusion, Hypothesis, HypothesisState, HypothesisTree, derive_state
 from tests.unit.core.factories import ev, hyp
 
@@ -56,7 +56,8 @@ def test_state_depends_only_on_the_two_booleans(pairs, rnd):
     shuffled = list(items)
     rnd.shuffle(shuffled)
     assert derive_state(items) is derive_state(shuffled)
-    hard_support = any(v is S and s is not LLM for v, s in pairs)
+    # Hard support from a behavioural lane: a structural lane (topology) never validates.
+    hard_support = any(v is S and s is not LLM and s not in STRUCTURAL_SOURCES for v, s in pairs)
     assert (derive_state(items) is V) is hard_support
 
 

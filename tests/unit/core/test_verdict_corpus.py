@@ -13,7 +13,17 @@ from tests.unit.core.verdict_corpus import CORPUS, Case
 
 def _output(case: Case) -> ToolOutput:
     start, end = case.onset if case.onset else (None, None)
-    return ToolOutput(case.text, case.signals, case.ok, case.error, case.backend_status, start, end)
+    return ToolOutput(
+        case.text,
+        case.signals,
+        case.ok,
+        case.error,
+        case.backend_status,
+        start,
+        end,
+        case.entities,
+        case.structural,
+    )
 
 
 def test_corpus_size_and_mix():

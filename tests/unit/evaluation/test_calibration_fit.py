@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -32,6 +33,7 @@ def _row(key: str, case: str, *, correct: bool, validated: bool, score: float, l
         top5=("a", "b") if correct else ("b", "a"),
         predicted_kind=None,
         exit="confident" if validated else "no_confident_root_cause",
+        validated=validated,
         tier="patch",
         capped_confidence=0.5,
         seconds=0.1,
@@ -154,3 +156,9 @@ def test_unknown_folding_and_no_rows_are_refused() -> None:
         cross_fit(_population(), "week")
     with pytest.raises(ValueError, match="no evaluated rows"):
         cross_fit([], "dataset")
+
+
+def test_calibration_reads_the_gate_validated_flag_not_the_calibrated_exit() -> None:
+    # A validated run the calibrated gate withheld still counts as validated for the fit.
+    row = replace(_row("d/s", "c1", correct=True, validated=True, score=0.5), exit="no_confident_root_cause")
+    assert labelled(row).validated

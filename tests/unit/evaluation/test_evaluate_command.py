@@ -55,6 +55,7 @@ def test_writes_scorecard_and_cases(tmp_path: Path) -> None:
         "top5",
         "rank",
         "exit",
+        "validated",
         "tier",
         "capped_confidence",
         "seconds",

@@ -284,7 +284,7 @@ def test_each_kind_of_invalid_call_is_rejected_and_counted_per_turn() -> None:
         "rejected examine: h00-payment-cpu was already examined",
         "rejected propose_hypothesis: h01-catalog-cpu already states this; examine it",
         "rejected examine: hypothesis_id names no hypothesis",
-        "the offline policy took over: 3 invalid tool calls in a row",
+        "the offline policy took over: 3 rejected tool calls in a row",
     )
     # the model chose the first step; the offline policy the rest
     assert [(s.hypothesis_id, s.rationale.startswith("model: ")) for s in result.steps] == [

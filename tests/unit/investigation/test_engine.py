@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
+
+import pytest
 
 from rca.core.actions import ActionTier, OutcomeKind
+from rca.core.calibration import CalibrationError, CalibrationMap
 from rca.core.grounding import Grounding
 from rca.core.modes import Mode
+from rca.investigation.calibration import load_calibration
 from rca.investigation.document import document_of
 from rca.investigation.engine import EngineConfig, investigate
 from rca.investigation.result import Belief
@@ -115,3 +120,47 @@ def test_cap_shadow_lets_raw_confidence_choose_the_tier() -> None:
     shadow = investigate(*build(CHAIN, cpu_in_payment()), replace(EngineConfig(), cap_mode=Mode.SHADOW))
     assert active.outcome.confidence.raw == shadow.outcome.confidence.raw
     assert shadow.outcome.confidence.governing == shadow.outcome.confidence.raw
+
+
+def test_the_calibration_withholds_a_validated_exit_below_its_threshold() -> None:
+    free = investigate(*build(CHAIN, cpu_in_payment()), replace(EngineConfig(), calibration=None))
+    assert free.exit == "confident"
+    assert free.calibrated_probability is None
+    strict = CalibrationMap("top_score", (0.0, 1e9), (0.0, 0.5), threshold=0.9)
+    active = replace(EngineConfig(), calibration=strict, calibration_mode=Mode.ACTIVE)
+    result = investigate(*build(CHAIN, cpu_in_payment()), active)
+    assert result.validated
+    assert result.exit == "no_confident_root_cause"
+    assert result.root_cause is None
+    assert result.path == ()
+    assert result.candidates[0].entity == "payment"  # the ranking is untouched: only the exit is judged
+    assert result.calibrated_probability is not None
+    assert 0.0 < result.calibrated_probability < 0.5
+    assert "below the confident threshold 0.90" in result.stop_reason
+    assert result.outcome.kind is OutcomeKind.NO_CONFIDENT_ROOT_CAUSE
+    assert result.guidance is not None
+    stored = document_of(result).outcome.calibrated_probability
+    assert stored == round(result.calibrated_probability, 4)
+
+
+def test_the_stored_calibration_is_applied_in_shadow_by_default() -> None:
+    stored = load_calibration()
+    assert EngineConfig().calibration == stored
+    assert EngineConfig().calibration_mode is Mode.SHADOW
+    result = investigate(*build(CHAIN, cpu_in_payment()))
+    assert result.calibrated_probability == stored.apply(result.calibration_scores)
+    assert (result.exit == "confident") is result.validated  # shadow: the gate's exit stands
+    strict = CalibrationMap("top_score", (0.0, 1e9), (0.0, 0.5), threshold=0.9)
+    shadow = investigate(*build(CHAIN, cpu_in_payment()), replace(EngineConfig(), calibration=strict))
+    assert shadow.exit == "confident"
+    assert shadow.calibrated_probability is not None
+    assert shadow.calibrated_probability < strict.threshold
+
+
+def test_a_missing_or_malformed_calibration_file_is_named(tmp_path: Path) -> None:
+    bad = tmp_path / "calibration.json"
+    bad.write_text('{"map": {"feature": "nope", "x": [0], "y": [0]}}')
+    with pytest.raises(CalibrationError, match=r"calibration\.json"):
+        load_calibration(bad)
+    with pytest.raises(CalibrationError, match=r"missing\.json"):
+        load_calibration(tmp_path / "missing.json")
