@@ -46,6 +46,10 @@ class FamilyFinding:
     deviation: Deviation
     onset: float | None  # change point of that series, when one is found
     anchored: bool = True
+    unit: str = ""  # the series' unit: rises of two findings compare only in the same unit
+    # For a server-side latency: the rise of the entity's own client-side wait on its callees (the same
+    # quantile, `client_<name>`), in this finding's z units: the part of the rise spent waiting.
+    waited: float = 0.0
 
 
 @dataclass
@@ -63,6 +67,44 @@ class MetricProfile:
         """The family's z-score (0 when the family is absent or moved the good way)."""
         found = self.findings.get(family)
         return max(0.0, found.deviation.z) if found else 0.0
+
+
+def inherited_z(mine: FamilyFinding, callee: FamilyFinding) -> float:
+    """How much of `mine` (a caller's deviation) a callee's deviation of the same family accounts for,
+    in the caller's z units.
+
+    A caller waits on its callee: its latency rises by about the callee's rise in seconds (its error
+    rate by at most the callee's, in the same unit), whatever the two baselines' spreads are. A z-score
+    measures a rise in its own baseline's spread, so the callee's z says little about the caller's: a
+    quiet caller turns the same rise into a far larger z. The callee's rise is therefore measured in
+    the caller's spread, when both are in the same unit and the callee's deviation stands out of its
+    own noise (past the knee); otherwise its z-score is all that can be compared, as before.
+    """
+    z = max(0.0, callee.deviation.z)
+    if z < KNEE or not mine.unit or mine.unit != callee.unit:
+        return z
+    rise = z * callee.deviation.spread
+    return max(z, rise / mine.deviation.spread)
+
+
+CLIENT_PREFIX = "client_"  # the telemetry model's name of a client-side measure (rca.tools.stats)
+
+
+def client_of(name: str) -> str:
+    """The client-side twin of a server-side metric: the same measure of the calls the entity makes."""
+    return CLIENT_PREFIX + name
+
+
+def waited_z(server: Deviation, client: Deviation | None) -> float:
+    """How much of a server-side latency rise the entity spent waiting on its callees, in the server
+    series' z units: its client-side wait's rise (window value over baseline median, as the server's).
+
+    A server span's time is its own work plus the time its calls to callees take (span self-time is
+    the difference); a latency metric pair measures both sides, so the same difference holds for the
+    metrics: a caller whose server latency rose by what its client-side wait rose merely waits."""
+    if client is None:
+        return 0.0
+    return max(0.0, client.observed - client.baseline) / server.spread
 
 
 def handed_over(
@@ -117,10 +159,15 @@ def median_of(values: FloatArray) -> FloatArray:
 
 def requests_per_sample(series: list[MetricSeries], window: TimeWindow) -> dict[str | None, float]:
     """The median number of requests behind one sample in `window`, per instance (None: the entity's
-    own series), from its traffic series; a rate per second is multiplied by the sampling interval."""
+    own series), from its traffic series; a rate per second is multiplied by the sampling interval.
+
+    A traffic series at 0 throughout (every period it was fetched for) says nothing about the volume: an
+    entity whose latency percentiles or rates are measured served requests, so a counter that never
+    left 0 is a collector that does not count them (as a success rate stuck at 0 is one that does not
+    measure it), and the volume stays unknown."""
     out: dict[str | None, float] = {}
     for s in series:
-        if family_of(s.name) != (Family.TRAFFIC, Direction.BOTH):
+        if family_of(s.name) != (Family.TRAFFIC, Direction.BOTH) or stuck_at_zero(s.values):
             continue
         inside = s.within(window)
         finite = inside.values[np.isfinite(inside.values)]

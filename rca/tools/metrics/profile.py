@@ -25,12 +25,15 @@ from rca.tools.metrics.analysis import (
     PROPAGATING,
     FamilyFinding,
     MetricProfile,
+    client_of,
     handed_over,
+    inherited_z,
     low_volume,
     median_of,
     requests_per_sample,
     stuck_at_zero,
     too_few_for_quantile,
+    waited_z,
 )
 from rca.tools.stats import (
     KNEE,
@@ -129,7 +132,9 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
     known = {k for k, s in baselines.items() if np.isfinite(s.values).any()}
     volumes = requests_per_sample(incident_series, ctx.incident)
     examined: dict[tuple[str, str | None], MetricSeries] = {}
-    for series in handed_over(incident_series, known):
+    cut = handed_over(incident_series, known)
+    by_key = {(s.name, s.instance): s for s in cut}
+    for series in cut:
         kind = family_of(series.name)
         base = baselines.get((series.name, series.instance))
         if kind is None or base is None:
@@ -147,7 +152,12 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
         dev, anchored = _net_of_pre_onset(dev, window, ctx, direction)
         peak = peak_z(base.values, window.values, direction, floor_for(family))
         result.peaks[family] = max(result.peaks.get(family, 0.0), peak)
-        finding = FamilyFinding(family, series.name, series.instance, dev, None, anchored)
+        waited = 0.0
+        if family is Family.LATENCY:
+            waited = waited_z(dev, _client_wait(ctx, by_key, baselines, series))
+        finding = FamilyFinding(
+            family, series.name, series.instance, dev, None, anchored, series.unit, waited
+        )
         best = result.findings.get(family)
         if best is None or dev.z > best.deviation.z:
             result.findings[family] = finding
@@ -164,6 +174,20 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
     )
     ctx.cache[key] = result
     return result
+
+
+def _client_wait(
+    ctx: ToolContext,
+    series_by_key: dict[tuple[str, str | None], MetricSeries],
+    baselines: dict[tuple[str, str | None], MetricSeries],
+    server: MetricSeries,
+) -> Deviation | None:
+    """The deviation of the client-side twin of a server latency series (same instance), if measured."""
+    key = (client_of(server.name), server.instance)
+    client, base = series_by_key.get(key), baselines.get(key)
+    if client is None or base is None or client.unit != server.unit:
+        return None
+    return deviation(base.values, client.within(ctx.incident).values, Direction.UP, floor_for(Family.LATENCY))
 
 
 def short_reference_z(ctx: ToolContext, entity: str, family: Family) -> float:
@@ -260,15 +284,26 @@ def runner_up(ctx: ToolContext, entity: str, family: Family) -> tuple[float, str
 
 
 def own_z(ctx: ToolContext, entity: str, family: Family) -> tuple[float, float, str | None]:
-    """The entity's own deviation in `family`: (own z, raw z, the callee that explains the rest)."""
-    raw = metric_profile(ctx, entity).z(family)
-    if family not in PROPAGATING:
+    """The entity's own deviation in `family`: (own z, raw z, the callee that explains the rest).
+
+    What a callee's deviation accounts for is measured in the entity's units (`inherited_z`); for a
+    server latency, so is the entity's own client-side wait on its callees (`FamilyFinding.waited`),
+    which explains its rise even where the callee it waits on reports no latency of its own."""
+    prof = metric_profile(ctx, entity)
+    raw = prof.z(family)
+    mine = prof.findings.get(family)
+    if family not in PROPAGATING or mine is None:
         return raw, raw, None
-    callees = [(metric_profile(ctx, c).z(family), c) for c in ctx.graph.callees(entity) if c != entity]
-    if not callees:
+    callees = [
+        (inherited_z(mine, found), c)
+        for c in ctx.graph.callees(entity)
+        if c != entity and (found := metric_profile(ctx, c).findings.get(family)) is not None
+    ]
+    inherited, culprit = max(callees, default=(0.0, None))
+    inherited = max(inherited, mine.waited)
+    if inherited <= 0:
         return raw, raw, None
-    inherited, culprit = max(callees)
-    return max(0.0, raw - inherited), raw, (culprit if inherited > 0 else None)
+    return max(0.0, raw - inherited), raw, culprit
 
 
 def spans_disown(ctx: ToolContext, entity: str, family: Family) -> float | None:

@@ -8,11 +8,11 @@ import numpy as np
 from rca.core.hypotheses import Hypothesis
 from rca.telemetry.model import MetricSeries, TimeWindow
 from rca.tools.metrics.analysis import dominance_for, requests_per_sample, stuck_at_zero, too_few_for_quantile
-from rca.tools.metrics.profile import short_reference_z, spans_disown
+from rca.tools.metrics.profile import own_z, short_reference_z, spans_disown
 from rca.tools.metrics.tool import MetricsTool
 from rca.tools.stats import DOMINANCE, Family
 from rca.tools.traces.profile import analyse as analyse_traces
-from tests.unit.tools import ONSET, context
+from tests.unit.tools import ONSET, FakeSource, context
 from tests.unit.tools.test_traces import _source  # back's own time rises; front waits on it
 
 
@@ -86,3 +86,71 @@ def test_a_series_flat_at_zero_before_onset_ranks_as_a_large_move_not_an_infinit
     ctx = context(Metered((("front", "svc"),)), incident=TimeWindow(ONSET - 300.0, ONSET + 300.0))
     z = short_reference_z(ctx, "svc", Family.LATENCY)
     assert 3.0 < z < 1e3
+
+
+def _latency_source(series: dict[str, dict[str, tuple[float, float, float]]]) -> FakeSource:
+    """A metered `front -> back` system: per entity and metric, (baseline level, baseline wobble, rise)
+    of a 1-minute series over the baseline and the incident (the rise starting at onset)."""
+
+    class Metered(FakeSource):
+        def metric_names(self, entity: str) -> list[str]:
+            return sorted(series.get(entity, {}))
+
+        def metrics(self, entity: str, window: TimeWindow, names: object = None) -> list[MetricSeries]:
+            t = np.arange(0.0, ONSET + 300.0, 60.0)
+            wobble = np.where(np.arange(t.size) % 2 == 0, 1.0, -1.0)
+            out = []
+            for name, (level, spread, rise) in series.get(entity, {}).items():
+                v = level + spread * wobble + np.where(t >= ONSET, rise, 0.0)
+                keep = (t >= window.start) & (t < window.end)
+                if keep.any():
+                    out.append(MetricSeries(entity, name, "s", t[keep], v[keep], f"{entity}-pod"))
+            return out
+
+    return Metered((("front", "back"),))
+
+
+def test_a_caller_that_waits_on_its_callee_is_a_victim_however_quiet_its_baseline() -> None:
+    """Network delay, metrics alone: the callee's server latency rises by 0.3 s, the caller's by the
+    same 0.3 s. In z-scores the quiet caller moves far more (its baseline barely wobbles), so netting
+    z-scores would call the caller the origin; netting the rise in seconds calls it a victim."""
+    source = _latency_source(
+        {"front": {"latency_p90": (0.01, 0.0005, 0.3)}, "back": {"latency_p90": (0.05, 0.01, 0.3)}}
+    )
+    ctx = context(source)
+    back_own, back_raw, _ = own_z(ctx, "back", Family.LATENCY)
+    front_own, front_raw, culprit = own_z(ctx, "front", Family.LATENCY)
+    assert front_raw > back_raw > 3.0  # the victim's z-score is the larger one
+    assert back_own == back_raw  # no callee: all of it is its own
+    assert front_own < 3.0
+    assert culprit == "back"
+
+
+def test_a_caller_whose_own_time_rose_beyond_its_wait_keeps_the_difference() -> None:
+    """The origin side of the same physics: a caller slower by 0.5 s while its callee is slower by
+    0.1 s keeps 0.4 s of its own."""
+    source = _latency_source(
+        {"front": {"latency_p90": (0.01, 0.001, 0.5)}, "back": {"latency_p90": (0.05, 0.01, 0.1)}}
+    )
+    own, _, _ = own_z(context(source), "front", Family.LATENCY)
+    assert own > 3.0
+
+
+def test_a_server_latency_matched_by_the_entitys_own_client_wait_is_waiting_not_its_own() -> None:
+    """Metrics' self time: the caller's server latency and its client-side wait on callees both rise
+    by 0.3 s while the callee it waits on reports no latency at all (unmeasured): still a victim."""
+    waits = _latency_source(
+        {"front": {"latency_p90": (0.01, 0.0005, 0.3), "client_latency_p90": (0.008, 0.0005, 0.3)}}
+    )
+    works = _latency_source(
+        {"front": {"latency_p90": (0.01, 0.0005, 0.3), "client_latency_p90": (0.008, 0.0005, 0.0)}}
+    )
+    assert own_z(context(waits), "front", Family.LATENCY)[0] < 3.0
+    assert own_z(context(works), "front", Family.LATENCY)[0] > 3.0
+
+
+def test_a_request_counter_at_zero_throughout_leaves_the_volume_unknown() -> None:
+    """Latency percentiles are measured, so requests were served: a counter that never left 0 does not
+    count them, and must not drop the percentiles as resting on too few requests."""
+    window = TimeWindow(ONSET, ONSET + 600.0)
+    assert requests_per_sample([_series("requests", "ops/s", 0.0, "pod-a")], window) == {}
