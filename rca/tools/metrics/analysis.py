@@ -7,6 +7,7 @@ against the incident's noise and its runner-up.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -18,7 +19,9 @@ from rca.tools.stats import (
     KNEE,
     Deviation,
     Family,
+    deviation,
     family_of,
+    floor_for,
     same_stream,
     squash,
     supported,
@@ -52,6 +55,16 @@ class FamilyFinding:
     waited: float = 0.0
 
 
+@dataclass(frozen=True)
+class Silence:
+    """An entity whose every series stopped reporting by onset: the strongest of its series read as
+    zeroed (a pod that is gone uses no CPU or memory and serves nothing), and the time by which it
+    would have reported `MISSED_SAMPLES` more samples had it been up."""
+
+    finding: FamilyFinding
+    overdue: float
+
+
 @dataclass
 class MetricProfile:
     """Every family's strongest deviation for one entity."""
@@ -62,11 +75,56 @@ class MetricProfile:
     # Each family's strongest deviation per instance (None: series of the entity as a whole), for
     # the detail level of a hypothesis: which pod or series carries the entity's fault.
     instances: dict[Family, dict[str | None, FamilyFinding]] = field(default_factory=dict)
+    last_report: float = -math.inf  # the latest finite point of any of its series in the incident
+    silence: Silence | None = None  # its telemetry stopped by onset (see `went_silent`)
 
     def z(self, family: Family) -> float:
         """The family's z-score (0 when the family is absent or moved the good way)."""
         found = self.findings.get(family)
         return max(0.0, found.deviation.z) if found else 0.0
+
+
+# A pod is taken as down once this many consecutive samples are missing: the failure threshold
+# Kubernetes' probes use by default (`failureThreshold: 3`).
+MISSED_SAMPLES = 3
+
+
+def went_silent(
+    series: list[MetricSeries],
+    baselines: dict[tuple[str, str | None], MetricSeries],
+    window: TimeWindow,
+    onset: float,
+) -> Silence | None:
+    """Whether the entity's telemetry stopped at onset: it reported in the incident window, none of its
+    instances' series has a point from one sample after onset on, and the window runs long enough after
+    that for `MISSED_SAMPLES` samples to be missing. Its zeroed series are scored against their baselines
+    (the missing points read as 0), the strongest kept.
+
+    Only instance series are the entity's own telemetry: a series of the entity as a whole may be
+    recorded by its callers or a load balancer on its behalf (a record of calls to it), and keeps coming
+    when it is gone."""
+    best: FamilyFinding | None = None
+    reported, overdue = False, -math.inf
+    for s in series:
+        if s.instance is None:
+            continue
+        finite = s.timestamps[np.isfinite(s.values)]
+        if finite.size < 2:
+            continue
+        step = float(np.median(np.diff(finite)))
+        last = float(finite.max())
+        if last >= onset + step or window.end < onset + (MISSED_SAMPLES + 1) * step:
+            return None  # still reporting, or too little time after onset to tell
+        reported = reported or last >= window.start
+        overdue = max(overdue, last + MISSED_SAMPLES * step)
+        base = baselines.get((s.name, s.instance))
+        kind = family_of(s.name)
+        if base is None or kind is None:
+            continue
+        dev = deviation(base.values, np.zeros(1), Direction.DOWN, floor_for(kind[0]))
+        if dev is not None and (best is None or dev.z > best.deviation.z):
+            best = FamilyFinding(kind[0], s.name, s.instance, dev, None, True, s.unit)
+    return Silence(best, overdue) if reported and best is not None else None
 
 
 def inherited_z(mine: FamilyFinding, callee: FamilyFinding) -> float:

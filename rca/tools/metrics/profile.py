@@ -34,6 +34,7 @@ from rca.tools.metrics.analysis import (
     stuck_at_zero,
     too_few_for_quantile,
     waited_z,
+    went_silent,
 )
 from rca.tools.stats import (
     KNEE,
@@ -166,6 +167,9 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
         mine = per_instance.get(series.instance)
         if mine is None or dev.z > mine.deviation.z:
             per_instance[series.instance] = finding
+    reported = [s.timestamps[np.isfinite(s.values)] for s in incident_series]
+    result.last_report = max((float(t.max()) for t in reported if t.size), default=result.last_report)
+    result.silence = went_silent(incident_series, baselines, ctx.incident, ctx.onset)
     if Family.ERRORS in result.findings and low_volume(incident_series, ctx.incident):
         del result.findings[Family.ERRORS]
         result.instances.pop(Family.ERRORS, None)
@@ -188,6 +192,17 @@ def _client_wait(
     if client is None or base is None or client.unit != server.unit:
         return None
     return deviation(base.values, client.within(ctx.incident).values, Direction.UP, floor_for(Family.LATENCY))
+
+
+def silent(ctx: ToolContext, entity: str) -> FamilyFinding | None:
+    """The entity's zeroed-telemetry finding when its telemetry stopped at onset while another entity's
+    kept coming past the time it would have missed `MISSED_SAMPLES` samples (else the collector, not
+    the entity, went quiet); None otherwise."""
+    found = metric_profile(ctx, entity).silence
+    if found is None:
+        return None
+    others = (metric_profile(ctx, e).last_report for e in ctx.graph.names() if e != entity)
+    return found.finding if max(others, default=-np.inf) >= found.overdue else None
 
 
 def short_reference_z(ctx: ToolContext, entity: str, family: Family) -> float:

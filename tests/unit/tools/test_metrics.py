@@ -7,8 +7,10 @@ import numpy as np
 
 from rca.core.hypotheses import Hypothesis
 from rca.telemetry.model import MetricSeries, TimeWindow
+from rca.tools.faults import FaultKind
 from rca.tools.metrics.analysis import dominance_for, requests_per_sample, stuck_at_zero, too_few_for_quantile
-from rca.tools.metrics.profile import own_z, short_reference_z, spans_disown
+from rca.tools.metrics.profile import own_z, short_reference_z, silent, spans_disown
+from rca.tools.metrics.seeding import kind_hint
 from rca.tools.metrics.tool import MetricsTool
 from rca.tools.stats import DOMINANCE, Family
 from rca.tools.traces.profile import analyse as analyse_traces
@@ -154,3 +156,49 @@ def test_a_request_counter_at_zero_throughout_leaves_the_volume_unknown() -> Non
     count them, and must not drop the percentiles as resting on too few requests."""
     window = TimeWindow(ONSET, ONSET + 600.0)
     assert requests_per_sample([_series("requests", "ops/s", 0.0, "pod-a")], window) == {}
+
+
+def _pods(stops: set[str]) -> FakeSource:
+    """A metered `front -> back` system of one pod each (1-minute memory and CPU series); the pods in
+    `stops` report nothing from onset on."""
+
+    class Metered(FakeSource):
+        def metric_names(self, entity: str) -> list[str]:
+            return ["cpu", "memory"]
+
+        def metrics(self, entity: str, window: TimeWindow, names: object = None) -> list[MetricSeries]:
+            t = np.arange(0.0, ONSET + 300.0, 60.0)
+            if entity in stops:
+                t = t[t < ONSET]
+            keep = (t >= window.start) & (t < window.end)
+            wobble = np.where(np.arange(t.size) % 2 == 0, 1.0, -1.0)[keep]
+            pod = f"{entity}-pod"
+            return [
+                MetricSeries(entity, "cpu", "%", t[keep], 20.0 + wobble, pod),
+                MetricSeries(entity, "memory", "bytes", t[keep], 2e8 + 1e6 * wobble, pod),
+            ]
+
+    return Metered((("front", "back"),))
+
+
+def test_a_pod_whose_telemetry_stops_at_onset_is_the_pod_failure_its_callers_are_not() -> None:
+    ctx = context(_pods({"back"}), incident=TimeWindow(ONSET - 300.0, ONSET + 300.0))
+    gone = silent(ctx, "back")
+    assert gone is not None
+    assert gone.deviation.z > 3.0
+    assert silent(ctx, "front") is None  # it keeps reporting
+    assert kind_hint(ctx, "back") is FaultKind.POD_FAILURE
+    result = MetricsTool().run(ctx, Hypothesis(id="h", entity="back", fault_kind="pod_failure"))
+    assert result.signals["anomaly_score"] > 0.6
+    assert "stopped reporting" in result.summary
+
+
+def test_telemetry_that_stops_everywhere_is_the_collector_not_a_pod() -> None:
+    ctx = context(_pods({"front", "back"}), incident=TimeWindow(ONSET - 300.0, ONSET + 300.0))
+    assert silent(ctx, "back") is None
+    assert silent(ctx, "front") is None
+
+
+def test_a_silence_shorter_than_three_missed_samples_says_nothing() -> None:
+    ctx = context(_pods({"back"}), incident=TimeWindow(ONSET - 300.0, ONSET + 150.0))
+    assert silent(ctx, "back") is None
