@@ -127,6 +127,30 @@ def went_silent(
     return Silence(best, overdue) if reported and best is not None else None
 
 
+# The latest level of a series is the median of its last three samples: the fewest whose median
+# ignores one outlying sample.
+LATEST_SAMPLES = 3
+
+
+def stock_deviation(
+    dev: Deviation, baseline: FloatArray, window: FloatArray, direction: Direction
+) -> Deviation:
+    """The deviation of a stock (memory): its latest level when that deviates more than the window does.
+
+    Memory keeps what it took until it is freed, so a leak is a trend: its level grows through the
+    window and is highest at its end, where the window's quantile (which stands for a level shift from
+    part-way through the window on) sees only part of it. A level shift (a hog's allocation at onset)
+    reads the same either way, and a pod restarted on running out of memory ends low, so nothing
+    changes for them."""
+    finite = window[np.isfinite(window)]
+    if finite.size < LATEST_SAMPLES:
+        return dev
+    latest = deviation(
+        baseline, np.array([np.median(finite[-LATEST_SAMPLES:])]), direction, floor_for(Family.MEMORY)
+    )
+    return latest if latest is not None and latest.z > dev.z else dev
+
+
 def inherited_z(mine: FamilyFinding, callee: FamilyFinding) -> float:
     """How much of `mine` (a caller's deviation) a callee's deviation of the same family accounts for,
     in the caller's z units.

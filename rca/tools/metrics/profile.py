@@ -31,6 +31,7 @@ from rca.tools.metrics.analysis import (
     low_volume,
     median_of,
     requests_per_sample,
+    stock_deviation,
     stuck_at_zero,
     too_few_for_quantile,
     waited_z,
@@ -150,6 +151,8 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
         dev = deviation(base.values, window.values, direction, floor_for(family))
         if dev is None:
             continue
+        if family is Family.MEMORY:
+            dev = stock_deviation(dev, base.values, window.values, direction)
         dev, anchored = _net_of_pre_onset(dev, window, ctx, direction)
         peak = peak_z(base.values, window.values, direction, floor_for(family))
         result.peaks[family] = max(result.peaks.get(family, 0.0), peak)

@@ -6,13 +6,19 @@ from __future__ import annotations
 import numpy as np
 
 from rca.core.hypotheses import Hypothesis
-from rca.telemetry.model import MetricSeries, TimeWindow
+from rca.telemetry.model import Direction, MetricSeries, TimeWindow
 from rca.tools.faults import FaultKind
-from rca.tools.metrics.analysis import dominance_for, requests_per_sample, stuck_at_zero, too_few_for_quantile
+from rca.tools.metrics.analysis import (
+    dominance_for,
+    requests_per_sample,
+    stock_deviation,
+    stuck_at_zero,
+    too_few_for_quantile,
+)
 from rca.tools.metrics.profile import own_z, short_reference_z, silent, spans_disown
 from rca.tools.metrics.seeding import kind_hint
 from rca.tools.metrics.tool import MetricsTool
-from rca.tools.stats import DOMINANCE, Family
+from rca.tools.stats import DOMINANCE, Family, deviation
 from rca.tools.traces.profile import analyse as analyse_traces
 from tests.unit.tools import ONSET, FakeSource, context
 from tests.unit.tools.test_traces import _source  # back's own time rises; front waits on it
@@ -202,3 +208,25 @@ def test_telemetry_that_stops_everywhere_is_the_collector_not_a_pod() -> None:
 def test_a_silence_shorter_than_three_missed_samples_says_nothing() -> None:
     ctx = context(_pods({"back"}), incident=TimeWindow(ONSET - 300.0, ONSET + 150.0))
     assert silent(ctx, "back") is None
+
+
+def test_a_memory_leak_is_read_at_its_latest_level_a_level_shift_as_before() -> None:
+    """Memory is a stock: a leak that grows through the last minutes of the window is highest at its
+    end, where the window's quantile sees only part of it; a shift to a level held since onset reads
+    the same either way."""
+    baseline = 100.0 + np.tile([-1.0, 1.0], 20)
+    leak = np.concatenate([np.full(10, 100.0), 100.0 + 4.0 * np.arange(1, 6)])  # grows 4 per sample
+    shift = np.concatenate([np.full(5, 100.0), np.full(10, 120.0)])
+    for window in (leak, shift):
+        dev = deviation(baseline, window, Direction.UP)
+        assert dev is not None
+        read = stock_deviation(dev, baseline, window, Direction.UP)
+        assert read.z >= dev.z
+    leak_dev = deviation(baseline, leak, Direction.UP)
+    assert leak_dev is not None
+    assert (
+        stock_deviation(leak_dev, baseline, leak, Direction.UP).observed == 116.0
+    )  # median of 112, 116, 120
+    shift_dev = deviation(baseline, shift, Direction.UP)
+    assert shift_dev is not None
+    assert stock_deviation(shift_dev, baseline, shift, Direction.UP) == shift_dev
