@@ -7,6 +7,7 @@ against the incident's noise and its runner-up.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -18,7 +19,9 @@ from rca.tools.stats import (
     KNEE,
     Deviation,
     Family,
+    deviation,
     family_of,
+    floor_for,
     same_stream,
     squash,
     supported,
@@ -46,6 +49,20 @@ class FamilyFinding:
     deviation: Deviation
     onset: float | None  # change point of that series, when one is found
     anchored: bool = True
+    unit: str = ""  # the series' unit: rises of two findings compare only in the same unit
+    # For a server-side latency: the rise of the entity's own client-side wait on its callees (the same
+    # quantile, `client_<name>`), in this finding's z units: the part of the rise spent waiting.
+    waited: float = 0.0
+
+
+@dataclass(frozen=True)
+class Silence:
+    """An entity whose every series stopped reporting by onset: the strongest of its series read as
+    zeroed (a pod that is gone uses no CPU or memory and serves nothing), and the time by which it
+    would have reported `MISSED_SAMPLES` more samples had it been up."""
+
+    finding: FamilyFinding
+    overdue: float
 
 
 @dataclass
@@ -58,11 +75,118 @@ class MetricProfile:
     # Each family's strongest deviation per instance (None: series of the entity as a whole), for
     # the detail level of a hypothesis: which pod or series carries the entity's fault.
     instances: dict[Family, dict[str | None, FamilyFinding]] = field(default_factory=dict)
+    last_report: float = -math.inf  # the latest finite point of any of its series in the incident
+    silence: Silence | None = None  # its telemetry stopped by onset (see `went_silent`)
 
     def z(self, family: Family) -> float:
         """The family's z-score (0 when the family is absent or moved the good way)."""
         found = self.findings.get(family)
         return max(0.0, found.deviation.z) if found else 0.0
+
+
+# A pod is taken as down once this many consecutive samples are missing: the failure threshold
+# Kubernetes' probes use by default (`failureThreshold: 3`).
+MISSED_SAMPLES = 3
+
+
+def went_silent(
+    series: list[MetricSeries],
+    baselines: dict[tuple[str, str | None], MetricSeries],
+    window: TimeWindow,
+    onset: float,
+) -> Silence | None:
+    """Whether the entity's telemetry stopped at onset: it reported in the incident window, none of its
+    instances' series has a point from one sample after onset on, and the window runs long enough after
+    that for `MISSED_SAMPLES` samples to be missing. Its zeroed series are scored against their baselines
+    (the missing points read as 0), the strongest kept.
+
+    Only instance series are the entity's own telemetry: a series of the entity as a whole may be
+    recorded by its callers or a load balancer on its behalf (a record of calls to it), and keeps coming
+    when it is gone."""
+    best: FamilyFinding | None = None
+    reported, overdue = False, -math.inf
+    for s in series:
+        if s.instance is None:
+            continue
+        finite = s.timestamps[np.isfinite(s.values)]
+        if finite.size < 2:
+            continue
+        step = float(np.median(np.diff(finite)))
+        last = float(finite.max())
+        if last >= onset + step or window.end < onset + (MISSED_SAMPLES + 1) * step:
+            return None  # still reporting, or too little time after onset to tell
+        reported = reported or last >= window.start
+        overdue = max(overdue, last + MISSED_SAMPLES * step)
+        base = baselines.get((s.name, s.instance))
+        kind = family_of(s.name)
+        if base is None or kind is None:
+            continue
+        dev = deviation(base.values, np.zeros(1), Direction.DOWN, floor_for(kind[0]))
+        if dev is not None and (best is None or dev.z > best.deviation.z):
+            best = FamilyFinding(kind[0], s.name, s.instance, dev, None, True, s.unit)
+    return Silence(best, overdue) if reported and best is not None else None
+
+
+# The latest level of a series is the median of its last three samples: the fewest whose median
+# ignores one outlying sample.
+LATEST_SAMPLES = 3
+
+
+def stock_deviation(
+    dev: Deviation, baseline: FloatArray, window: FloatArray, direction: Direction
+) -> Deviation:
+    """The deviation of a stock (memory): its latest level when that deviates more than the window does.
+
+    Memory keeps what it took until it is freed, so a leak is a trend: its level grows through the
+    window and is highest at its end, where the window's quantile (which stands for a level shift from
+    part-way through the window on) sees only part of it. A level shift (a hog's allocation at onset)
+    reads the same either way, and a pod restarted on running out of memory ends low, so nothing
+    changes for them."""
+    finite = window[np.isfinite(window)]
+    if finite.size < LATEST_SAMPLES:
+        return dev
+    latest = deviation(
+        baseline, np.array([np.median(finite[-LATEST_SAMPLES:])]), direction, floor_for(Family.MEMORY)
+    )
+    return latest if latest is not None and latest.z > dev.z else dev
+
+
+def inherited_z(mine: FamilyFinding, callee: FamilyFinding) -> float:
+    """How much of `mine` (a caller's deviation) a callee's deviation of the same family accounts for,
+    in the caller's z units.
+
+    A caller waits on its callee: its latency rises by about the callee's rise in seconds (its error
+    rate by at most the callee's, in the same unit), whatever the two baselines' spreads are. A z-score
+    measures a rise in its own baseline's spread, so the callee's z says little about the caller's: a
+    quiet caller turns the same rise into a far larger z. The callee's rise is therefore measured in
+    the caller's spread, when both are in the same unit and the callee's deviation stands out of its
+    own noise (past the knee); otherwise its z-score is all that can be compared, as before.
+    """
+    z = max(0.0, callee.deviation.z)
+    if z < KNEE or not mine.unit or mine.unit != callee.unit:
+        return z
+    rise = z * callee.deviation.spread
+    return max(z, rise / mine.deviation.spread)
+
+
+CLIENT_PREFIX = "client_"  # the telemetry model's name of a client-side measure (rca.tools.stats)
+
+
+def client_of(name: str) -> str:
+    """The client-side twin of a server-side metric: the same measure of the calls the entity makes."""
+    return CLIENT_PREFIX + name
+
+
+def waited_z(server: Deviation, client: Deviation | None) -> float:
+    """How much of a server-side latency rise the entity spent waiting on its callees, in the server
+    series' z units: its client-side wait's rise (window value over baseline median, as the server's).
+
+    A server span's time is its own work plus the time its calls to callees take (span self-time is
+    the difference); a latency metric pair measures both sides, so the same difference holds for the
+    metrics: a caller whose server latency rose by what its client-side wait rose merely waits."""
+    if client is None:
+        return 0.0
+    return max(0.0, client.observed - client.baseline) / server.spread
 
 
 def handed_over(
@@ -117,10 +241,15 @@ def median_of(values: FloatArray) -> FloatArray:
 
 def requests_per_sample(series: list[MetricSeries], window: TimeWindow) -> dict[str | None, float]:
     """The median number of requests behind one sample in `window`, per instance (None: the entity's
-    own series), from its traffic series; a rate per second is multiplied by the sampling interval."""
+    own series), from its traffic series; a rate per second is multiplied by the sampling interval.
+
+    A traffic series at 0 throughout (every period it was fetched for) says nothing about the volume: an
+    entity whose latency percentiles or rates are measured served requests, so a counter that never
+    left 0 is a collector that does not count them (as a success rate stuck at 0 is one that does not
+    measure it), and the volume stays unknown."""
     out: dict[str | None, float] = {}
     for s in series:
-        if family_of(s.name) != (Family.TRAFFIC, Direction.BOTH):
+        if family_of(s.name) != (Family.TRAFFIC, Direction.BOTH) or stuck_at_zero(s.values):
             continue
         inside = s.within(window)
         finite = inside.values[np.isfinite(inside.values)]

@@ -25,12 +25,17 @@ from rca.tools.metrics.analysis import (
     PROPAGATING,
     FamilyFinding,
     MetricProfile,
+    client_of,
     handed_over,
+    inherited_z,
     low_volume,
     median_of,
     requests_per_sample,
+    stock_deviation,
     stuck_at_zero,
     too_few_for_quantile,
+    waited_z,
+    went_silent,
 )
 from rca.tools.stats import (
     KNEE,
@@ -129,7 +134,9 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
     known = {k for k, s in baselines.items() if np.isfinite(s.values).any()}
     volumes = requests_per_sample(incident_series, ctx.incident)
     examined: dict[tuple[str, str | None], MetricSeries] = {}
-    for series in handed_over(incident_series, known):
+    cut = handed_over(incident_series, known)
+    by_key = {(s.name, s.instance): s for s in cut}
+    for series in cut:
         kind = family_of(series.name)
         base = baselines.get((series.name, series.instance))
         if kind is None or base is None:
@@ -144,10 +151,17 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
         dev = deviation(base.values, window.values, direction, floor_for(family))
         if dev is None:
             continue
+        if family is Family.MEMORY:
+            dev = stock_deviation(dev, base.values, window.values, direction)
         dev, anchored = _net_of_pre_onset(dev, window, ctx, direction)
         peak = peak_z(base.values, window.values, direction, floor_for(family))
         result.peaks[family] = max(result.peaks.get(family, 0.0), peak)
-        finding = FamilyFinding(family, series.name, series.instance, dev, None, anchored)
+        waited = 0.0
+        if family is Family.LATENCY:
+            waited = waited_z(dev, _client_wait(ctx, by_key, baselines, series))
+        finding = FamilyFinding(
+            family, series.name, series.instance, dev, None, anchored, series.unit, waited
+        )
         best = result.findings.get(family)
         if best is None or dev.z > best.deviation.z:
             result.findings[family] = finding
@@ -156,6 +170,9 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
         mine = per_instance.get(series.instance)
         if mine is None or dev.z > mine.deviation.z:
             per_instance[series.instance] = finding
+    reported = [s.timestamps[np.isfinite(s.values)] for s in incident_series]
+    result.last_report = max((float(t.max()) for t in reported if t.size), default=result.last_report)
+    result.silence = went_silent(incident_series, baselines, ctx.incident, ctx.onset)
     if Family.ERRORS in result.findings and low_volume(incident_series, ctx.incident):
         del result.findings[Family.ERRORS]
         result.instances.pop(Family.ERRORS, None)
@@ -164,6 +181,31 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
     )
     ctx.cache[key] = result
     return result
+
+
+def _client_wait(
+    ctx: ToolContext,
+    series_by_key: dict[tuple[str, str | None], MetricSeries],
+    baselines: dict[tuple[str, str | None], MetricSeries],
+    server: MetricSeries,
+) -> Deviation | None:
+    """The deviation of the client-side twin of a server latency series (same instance), if measured."""
+    key = (client_of(server.name), server.instance)
+    client, base = series_by_key.get(key), baselines.get(key)
+    if client is None or base is None or client.unit != server.unit:
+        return None
+    return deviation(base.values, client.within(ctx.incident).values, Direction.UP, floor_for(Family.LATENCY))
+
+
+def silent(ctx: ToolContext, entity: str) -> FamilyFinding | None:
+    """The entity's zeroed-telemetry finding when its telemetry stopped at onset while another entity's
+    kept coming past the time it would have missed `MISSED_SAMPLES` samples (else the collector, not
+    the entity, went quiet); None otherwise."""
+    found = metric_profile(ctx, entity).silence
+    if found is None:
+        return None
+    others = (metric_profile(ctx, e).last_report for e in ctx.graph.names() if e != entity)
+    return found.finding if max(others, default=-np.inf) >= found.overdue else None
 
 
 def short_reference_z(ctx: ToolContext, entity: str, family: Family) -> float:
@@ -260,15 +302,26 @@ def runner_up(ctx: ToolContext, entity: str, family: Family) -> tuple[float, str
 
 
 def own_z(ctx: ToolContext, entity: str, family: Family) -> tuple[float, float, str | None]:
-    """The entity's own deviation in `family`: (own z, raw z, the callee that explains the rest)."""
-    raw = metric_profile(ctx, entity).z(family)
-    if family not in PROPAGATING:
+    """The entity's own deviation in `family`: (own z, raw z, the callee that explains the rest).
+
+    What a callee's deviation accounts for is measured in the entity's units (`inherited_z`); for a
+    server latency, so is the entity's own client-side wait on its callees (`FamilyFinding.waited`),
+    which explains its rise even where the callee it waits on reports no latency of its own."""
+    prof = metric_profile(ctx, entity)
+    raw = prof.z(family)
+    mine = prof.findings.get(family)
+    if family not in PROPAGATING or mine is None:
         return raw, raw, None
-    callees = [(metric_profile(ctx, c).z(family), c) for c in ctx.graph.callees(entity) if c != entity]
-    if not callees:
+    callees = [
+        (inherited_z(mine, found), c)
+        for c in ctx.graph.callees(entity)
+        if c != entity and (found := metric_profile(ctx, c).findings.get(family)) is not None
+    ]
+    inherited, culprit = max(callees, default=(0.0, None))
+    inherited = max(inherited, mine.waited)
+    if inherited <= 0:
         return raw, raw, None
-    inherited, culprit = max(callees)
-    return max(0.0, raw - inherited), raw, (culprit if inherited > 0 else None)
+    return max(0.0, raw - inherited), raw, culprit
 
 
 def spans_disown(ctx: ToolContext, entity: str, family: Family) -> float | None:

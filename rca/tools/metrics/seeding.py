@@ -13,8 +13,8 @@ from rca.telemetry.model import Direction, TelemetryError
 from rca.tools.base import ToolContext
 from rca.tools.faults import EXPLAINS, FAMILIES_OF_KIND, KIND_OF_FAMILY, FaultKind, symptom_family
 from rca.tools.metrics.analysis import FamilyFinding
-from rca.tools.metrics.profile import metric_profile, own_short_reference_z, own_z, spans_disown
-from rca.tools.stats import KNEE, family_of
+from rca.tools.metrics.profile import metric_profile, own_short_reference_z, own_z, silent, spans_disown
+from rca.tools.stats import KNEE, Family, family_of
 
 log = logging.getLogger(__name__)
 
@@ -38,14 +38,23 @@ def scores(ctx: ToolContext) -> dict[str, float]:
             ),
             default=0.0,
         )
+        # A pod that is gone fails the calls made to it: to the symptom, its silence shows as errors.
+        + weights.get(Family.ERRORS, 0.0) * _silence_z(ctx, e)
         for e in ctx.graph.names()
     }
+
+
+def _silence_z(ctx: ToolContext, entity: str) -> float:
+    found = silent(ctx, entity)
+    return max(0.0, found.deviation.z) if found is not None else 0.0
 
 
 def kind_hint(ctx: ToolContext, entity: str) -> FaultKind | None:
     """The kind named by the family that moved most at the entity itself (its own share), weighted as
     in `scores` by how well it explains the alert: behind an availability alert, a service whose
     errors and latency both rose is first an errors suspect."""
+    if silent(ctx, entity) is not None:
+        return FaultKind.POD_FAILURE  # its telemetry stopped: whatever else it shows predates that
     weights = EXPLAINS[symptom_family(ctx.alert.metric)]
     moved = [(own_z(ctx, entity, f)[0], weights.get(f, 0.0), f) for f in KIND_OF_FAMILY]
     over = [(z * w, f) for z, w, f in moved if z > KNEE]
@@ -61,7 +70,8 @@ def kinds(ctx: ToolContext, entity: str) -> list[FaultKind]:
         for family in metric_profile(ctx, entity).findings
         if (own := own_z(ctx, entity, family)[0]) >= KNEE and family in KIND_OF_FAMILY
     ]
-    return [KIND_OF_FAMILY[f] for _, f in sorted(moved, key=lambda m: (-m[0], m[1].value))]
+    found = [KIND_OF_FAMILY[f] for _, f in sorted(moved, key=lambda m: (-m[0], m[1].value))]
+    return [FaultKind.POD_FAILURE, *found] if silent(ctx, entity) is not None else found
 
 
 def details(ctx: ToolContext, entity: str, kind: FaultKind) -> list[str]:

@@ -8,7 +8,7 @@ from rca.core.levels import detail_parts
 from rca.tools.base import ToolContext, ToolResult
 from rca.tools.faults import EXPLAINS, FAMILIES_OF_KIND, FaultKind, named_symptom
 from rca.tools.graph import is_view
-from rca.tools.metrics.analysis import dominance_for, origin_score
+from rca.tools.metrics.analysis import FamilyFinding, dominance_for, origin_score
 from rca.tools.metrics.profile import (
     error_burst,
     metric_profile,
@@ -17,6 +17,7 @@ from rca.tools.metrics.profile import (
     own_z,
     peer_noise,
     runner_up,
+    silent,
     spans_disown,
     worse_change_elsewhere,
 )
@@ -34,7 +35,10 @@ class MetricsTool:
         what, name = detail_parts(hypothesis)
         if what in ("instance", "metric"):
             return self._detail(ctx, hypothesis, what, name)
-        families = FAMILIES_OF_KIND[FaultKind(hypothesis.fault_kind)]
+        kind = FaultKind(hypothesis.fault_kind)
+        if kind is FaultKind.POD_FAILURE and (gone := silent(ctx, hypothesis.entity)) is not None:
+            return self._silent(ctx, hypothesis.entity, gone)
+        families = FAMILIES_OF_KIND[kind]
         prof = metric_profile(ctx, hypothesis.entity)
         present = [f for f in families if f in prof.findings]
         if not present:
@@ -122,6 +126,35 @@ class MetricsTool:
                 )
             },
             measurements=measurements,
+        )
+
+    def _silent(self, ctx: ToolContext, entity: str, gone: FamilyFinding) -> ToolResult:
+        """A pod failure, by the entity's telemetry stopping at onset while the others' kept coming: its
+        zeroed series against its baseline, and whether another entity went silent as well (then the
+        silence does not single it out)."""
+        z = max(0.0, gone.deviation.z)
+        rivals = [(f.deviation.z, e) for e in ctx.graph.names() if e != entity and (f := silent(ctx, e))]
+        second, rival = max(rivals, default=(0.0, None))
+        lead = z / second if second > 0 else float("inf")
+        dev = gone.deviation
+        summary = (
+            f"metrics: {entity} stopped reporting at onset while other entities kept reporting; "
+            f"{gone.metric} {dev.baseline:.4g} -> nothing ({z:.1f} sigma read as 0)"
+            + (f"; {rival} went silent too ({second:.1f})" if rival else "")
+        )
+        return ToolResult(
+            summary=summary,
+            # A silence is no background every entity shows: the entities that keep reporting show
+            # none, so its noise floor is the unit (as `peer_noise`'s lowest).
+            signals={"anomaly_score": round(origin_score(z, 1.0, lead, True), 4)},
+            measurements={
+                "family": gone.family.value,
+                "metric": gone.metric,
+                "z": round(z, 3),
+                "runner_up_z": round(second, 3),
+                "baseline": dev.baseline,
+                "observed": 0.0,
+            },
         )
 
     def _detail(self, ctx: ToolContext, hypothesis: Hypothesis, what: str, name: str) -> ToolResult:

@@ -6,13 +6,21 @@ from __future__ import annotations
 import numpy as np
 
 from rca.core.hypotheses import Hypothesis
-from rca.telemetry.model import MetricSeries, TimeWindow
-from rca.tools.metrics.analysis import dominance_for, requests_per_sample, stuck_at_zero, too_few_for_quantile
-from rca.tools.metrics.profile import short_reference_z, spans_disown
+from rca.telemetry.model import Direction, MetricSeries, TimeWindow
+from rca.tools.faults import FaultKind
+from rca.tools.metrics.analysis import (
+    dominance_for,
+    requests_per_sample,
+    stock_deviation,
+    stuck_at_zero,
+    too_few_for_quantile,
+)
+from rca.tools.metrics.profile import own_z, short_reference_z, silent, spans_disown
+from rca.tools.metrics.seeding import kind_hint
 from rca.tools.metrics.tool import MetricsTool
-from rca.tools.stats import DOMINANCE, Family
+from rca.tools.stats import DOMINANCE, Family, deviation
 from rca.tools.traces.profile import analyse as analyse_traces
-from tests.unit.tools import ONSET, context
+from tests.unit.tools import ONSET, FakeSource, context
 from tests.unit.tools.test_traces import _source  # back's own time rises; front waits on it
 
 
@@ -86,3 +94,139 @@ def test_a_series_flat_at_zero_before_onset_ranks_as_a_large_move_not_an_infinit
     ctx = context(Metered((("front", "svc"),)), incident=TimeWindow(ONSET - 300.0, ONSET + 300.0))
     z = short_reference_z(ctx, "svc", Family.LATENCY)
     assert 3.0 < z < 1e3
+
+
+def _latency_source(series: dict[str, dict[str, tuple[float, float, float]]]) -> FakeSource:
+    """A metered `front -> back` system: per entity and metric, (baseline level, baseline wobble, rise)
+    of a 1-minute series over the baseline and the incident (the rise starting at onset)."""
+
+    class Metered(FakeSource):
+        def metric_names(self, entity: str) -> list[str]:
+            return sorted(series.get(entity, {}))
+
+        def metrics(self, entity: str, window: TimeWindow, names: object = None) -> list[MetricSeries]:
+            t = np.arange(0.0, ONSET + 300.0, 60.0)
+            wobble = np.where(np.arange(t.size) % 2 == 0, 1.0, -1.0)
+            out = []
+            for name, (level, spread, rise) in series.get(entity, {}).items():
+                v = level + spread * wobble + np.where(t >= ONSET, rise, 0.0)
+                keep = (t >= window.start) & (t < window.end)
+                if keep.any():
+                    out.append(MetricSeries(entity, name, "s", t[keep], v[keep], f"{entity}-pod"))
+            return out
+
+    return Metered((("front", "back"),))
+
+
+def test_a_caller_that_waits_on_its_callee_is_a_victim_however_quiet_its_baseline() -> None:
+    """Network delay, metrics alone: the callee's server latency rises by 0.3 s, the caller's by the
+    same 0.3 s. In z-scores the quiet caller moves far more (its baseline barely wobbles), so netting
+    z-scores would call the caller the origin; netting the rise in seconds calls it a victim."""
+    source = _latency_source(
+        {"front": {"latency_p90": (0.01, 0.0005, 0.3)}, "back": {"latency_p90": (0.05, 0.01, 0.3)}}
+    )
+    ctx = context(source)
+    back_own, back_raw, _ = own_z(ctx, "back", Family.LATENCY)
+    front_own, front_raw, culprit = own_z(ctx, "front", Family.LATENCY)
+    assert front_raw > back_raw > 3.0  # the victim's z-score is the larger one
+    assert back_own == back_raw  # no callee: all of it is its own
+    assert front_own < 3.0
+    assert culprit == "back"
+
+
+def test_a_caller_whose_own_time_rose_beyond_its_wait_keeps_the_difference() -> None:
+    """The origin side of the same physics: a caller slower by 0.5 s while its callee is slower by
+    0.1 s keeps 0.4 s of its own."""
+    source = _latency_source(
+        {"front": {"latency_p90": (0.01, 0.001, 0.5)}, "back": {"latency_p90": (0.05, 0.01, 0.1)}}
+    )
+    own, _, _ = own_z(context(source), "front", Family.LATENCY)
+    assert own > 3.0
+
+
+def test_a_server_latency_matched_by_the_entitys_own_client_wait_is_waiting_not_its_own() -> None:
+    """Metrics' self time: the caller's server latency and its client-side wait on callees both rise
+    by 0.3 s while the callee it waits on reports no latency at all (unmeasured): still a victim."""
+    waits = _latency_source(
+        {"front": {"latency_p90": (0.01, 0.0005, 0.3), "client_latency_p90": (0.008, 0.0005, 0.3)}}
+    )
+    works = _latency_source(
+        {"front": {"latency_p90": (0.01, 0.0005, 0.3), "client_latency_p90": (0.008, 0.0005, 0.0)}}
+    )
+    assert own_z(context(waits), "front", Family.LATENCY)[0] < 3.0
+    assert own_z(context(works), "front", Family.LATENCY)[0] > 3.0
+
+
+def test_a_request_counter_at_zero_throughout_leaves_the_volume_unknown() -> None:
+    """Latency percentiles are measured, so requests were served: a counter that never left 0 does not
+    count them, and must not drop the percentiles as resting on too few requests."""
+    window = TimeWindow(ONSET, ONSET + 600.0)
+    assert requests_per_sample([_series("requests", "ops/s", 0.0, "pod-a")], window) == {}
+
+
+def _pods(stops: set[str]) -> FakeSource:
+    """A metered `front -> back` system of one pod each (1-minute memory and CPU series); the pods in
+    `stops` report nothing from onset on."""
+
+    class Metered(FakeSource):
+        def metric_names(self, entity: str) -> list[str]:
+            return ["cpu", "memory"]
+
+        def metrics(self, entity: str, window: TimeWindow, names: object = None) -> list[MetricSeries]:
+            t = np.arange(0.0, ONSET + 300.0, 60.0)
+            if entity in stops:
+                t = t[t < ONSET]
+            keep = (t >= window.start) & (t < window.end)
+            wobble = np.where(np.arange(t.size) % 2 == 0, 1.0, -1.0)[keep]
+            pod = f"{entity}-pod"
+            return [
+                MetricSeries(entity, "cpu", "%", t[keep], 20.0 + wobble, pod),
+                MetricSeries(entity, "memory", "bytes", t[keep], 2e8 + 1e6 * wobble, pod),
+            ]
+
+    return Metered((("front", "back"),))
+
+
+def test_a_pod_whose_telemetry_stops_at_onset_is_the_pod_failure_its_callers_are_not() -> None:
+    ctx = context(_pods({"back"}), incident=TimeWindow(ONSET - 300.0, ONSET + 300.0))
+    gone = silent(ctx, "back")
+    assert gone is not None
+    assert gone.deviation.z > 3.0
+    assert silent(ctx, "front") is None  # it keeps reporting
+    assert kind_hint(ctx, "back") is FaultKind.POD_FAILURE
+    result = MetricsTool().run(ctx, Hypothesis(id="h", entity="back", fault_kind="pod_failure"))
+    assert result.signals["anomaly_score"] > 0.6
+    assert "stopped reporting" in result.summary
+
+
+def test_telemetry_that_stops_everywhere_is_the_collector_not_a_pod() -> None:
+    ctx = context(_pods({"front", "back"}), incident=TimeWindow(ONSET - 300.0, ONSET + 300.0))
+    assert silent(ctx, "back") is None
+    assert silent(ctx, "front") is None
+
+
+def test_a_silence_shorter_than_three_missed_samples_says_nothing() -> None:
+    ctx = context(_pods({"back"}), incident=TimeWindow(ONSET - 300.0, ONSET + 150.0))
+    assert silent(ctx, "back") is None
+
+
+def test_a_memory_leak_is_read_at_its_latest_level_a_level_shift_as_before() -> None:
+    """Memory is a stock: a leak that grows through the last minutes of the window is highest at its
+    end, where the window's quantile sees only part of it; a shift to a level held since onset reads
+    the same either way."""
+    baseline = 100.0 + np.tile([-1.0, 1.0], 20)
+    leak = np.concatenate([np.full(10, 100.0), 100.0 + 4.0 * np.arange(1, 6)])  # grows 4 per sample
+    shift = np.concatenate([np.full(5, 100.0), np.full(10, 120.0)])
+    for window in (leak, shift):
+        dev = deviation(baseline, window, Direction.UP)
+        assert dev is not None
+        read = stock_deviation(dev, baseline, window, Direction.UP)
+        assert read.z >= dev.z
+    leak_dev = deviation(baseline, leak, Direction.UP)
+    assert leak_dev is not None
+    assert (
+        stock_deviation(leak_dev, baseline, leak, Direction.UP).observed == 116.0
+    )  # median of 112, 116, 120
+    shift_dev = deviation(baseline, shift, Direction.UP)
+    assert shift_dev is not None
+    assert stock_deviation(shift_dev, baseline, shift, Direction.UP) == shift_dev
