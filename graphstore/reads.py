@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from neo4j import Driver, ManagedTransaction
+from neo4j import Driver, ManagedTransaction, Transaction
 from neo4j.graph import Node, Relationship
 
 from graphstore import session
@@ -92,22 +92,127 @@ def propagation_path(
     its forward verification (`verified`, and the rules it did not pass)."""
 
     def work(tx: ManagedTransaction) -> list[dict[str, Any]]:
-        return [
-            {
-                "seq": hop["r"]["seq"],
-                "cause": hop["a"]["name"],
-                "cause_namespace": hop["a"]["namespace"],
-                "effect": hop["b"]["name"],
-                "effect_namespace": hop["b"]["namespace"],
-                "edge": bool(hop["r"].get("edge", False)),
-                "evidence": list(hop["r"].get("evidence") or []),
-                "verified": hop["r"].get("verified"),
-                "failed_rules": list(hop["r"].get("failed_rules") or []),
-            }
-            for hop in tx.run(_PATH, incident=incident_key(incident_id))
-        ]
+        return _hops(tx, incident_key(incident_id))
 
     return session.read(work, driver, database)
+
+
+def _hops(tx: ManagedTransaction | Transaction, key: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "seq": hop["r"]["seq"],
+            "cause": hop["a"]["name"],
+            "cause_namespace": hop["a"]["namespace"],
+            "effect": hop["b"]["name"],
+            "effect_namespace": hop["b"]["namespace"],
+            "edge": bool(hop["r"].get("edge", False)),
+            "evidence": list(hop["r"].get("evidence") or []),
+            "verified": hop["r"].get("verified"),
+            "failed_rules": list(hop["r"].get("failed_rules") or []),
+        }
+        for hop in tx.run(_PATH, incident=key)
+    ]
+
+
+# --- the explorer: one incident's explanation and the incidents related to it ------------------------
+
+_INCIDENT_ROOT = """
+MATCH (i:Incident {key: $incident})
+OPTIONAL MATCH (i)-[r:ROOT_CAUSED_BY]->(s:Service)
+RETURN i, r, s
+"""
+# The hypotheses by their indexed incident key, then their evidence through EVIDENCED_BY.
+_HYPOTHESES = """
+MATCH (h:Hypothesis) WHERE h.incident = $incident
+RETURN h
+ORDER BY h.rank, h.hypothesis
+"""
+_EVIDENCE = """
+MATCH (h:Hypothesis)-[r:EVIDENCED_BY]->(e:Evidence) WHERE h.incident = $incident
+RETURN h.key AS hypothesis, r, e
+ORDER BY e.seq
+"""
+# Other incidents whose ROOT_CAUSED_BY points at this one's root cause.
+_SAME_ROOT = """
+MATCH (i:Incident {key: $incident})-[:ROOT_CAUSED_BY]->(s:Service)<-[:ROOT_CAUSED_BY]-(o:Incident)
+WHERE o.key <> $incident
+RETURN o.key AS key, s.name AS service
+LIMIT $limit
+"""
+# Other incidents whose propagation path crossed one of this one's hops (the same failing edge).
+_SAME_EDGE = """
+MATCH (a:Service)-[r:PROPAGATED_TO]->(b:Service) WHERE r.incident = $incident
+MATCH (a)-[o:PROPAGATED_TO]->(b) WHERE o.incident <> $incident
+RETURN o.incident AS key, a.name AS cause, b.name AS effect
+LIMIT $limit
+"""
+_INCIDENTS = """
+UNWIND $keys AS k
+MATCH (i:Incident {key: k})
+RETURN i
+"""
+
+
+def explanation(
+    incident_id: int, driver: Driver | None = None, database: str | None = None
+) -> dict[str, Any] | None:
+    """What the explorer draws from the graph: the incident, its hypotheses each with its evidence
+    (EVIDENCED_BY, in the sink's order), its root cause (ROOT_CAUSED_BY) and its propagation hops with
+    their forward checks. None when the incident is not projected.
+
+    One read transaction without retries: raises `GraphUnavailable` at once when the server is down,
+    so a page can fall back to the relational record without waiting.
+    """
+    key = incident_key(incident_id)
+
+    def work(tx: Transaction) -> dict[str, Any] | None:
+        record = tx.run(_INCIDENT_ROOT, incident=key).single()
+        if record is None:
+            return None
+        hypotheses = {
+            row["h"]["key"]: {**dict(row["h"]), "evidence": []} for row in tx.run(_HYPOTHESES, incident=key)
+        }
+        for row in tx.run(_EVIDENCE, incident=key):
+            if row["hypothesis"] in hypotheses:
+                hypotheses[row["hypothesis"]]["evidence"].append({**dict(row["e"]), **dict(row["r"])})
+        root = None
+        if record["s"] is not None:
+            root = {**_service(record["s"]), **dict(record["r"])}
+        return {
+            "incident": dict(record["i"]),
+            "hypotheses": list(hypotheses.values()),
+            "root_cause": root,
+            "path": _hops(tx, key),
+        }
+
+    return session.read_now(work, driver, database)
+
+
+def related_incidents(
+    incident_id: int, limit: int = 20, driver: Driver | None = None, database: str | None = None
+) -> list[dict[str, Any]]:
+    """Incidents with the same root cause (ROOT_CAUSED_BY the same service) or the same failing edge
+    (a PROPAGATED_TO hop between the same two services), newest onset first, at most `limit`.
+
+    Each item is the Incident node's properties plus `reasons`: "same root cause <service>" and
+    "same failing edge <cause> → <effect>". Raises `GraphUnavailable` at once when the server is down.
+    """
+    key = incident_key(incident_id)
+
+    def work(tx: Transaction) -> list[dict[str, Any]]:
+        reasons: dict[str, list[str]] = {}
+        for row in tx.run(_SAME_ROOT, incident=key, limit=limit):
+            reasons.setdefault(row["key"], []).append(f"same root cause {row['service']}")
+        for row in tx.run(_SAME_EDGE, incident=key, limit=limit):
+            reasons.setdefault(row["key"], []).append(f"same failing edge {row['cause']} → {row['effect']}")
+        found = [
+            {**dict(row["i"]), "reasons": reasons[row["i"]["key"]]}
+            for row in tx.run(_INCIDENTS, keys=sorted(reasons))
+        ]
+        found.sort(key=lambda i: (i.get("onset") or "", i["key"]), reverse=True)
+        return found[:limit]
+
+    return session.read_now(work, driver, database)
 
 
 # --- a service -------------------------------------------------------------------------------------
