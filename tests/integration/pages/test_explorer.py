@@ -1,0 +1,102 @@
+"""The explorer reads the conclusion from the graph database (Cypher through graphstore), lists the
+incidents related through the graph, and falls back to the stored result with a banner when the graph
+cannot answer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+from django.conf import settings
+from django.test import Client
+from neo4j import Driver
+
+from frontend.presenters import GRAPH_DOWN, GRAPH_PENDING
+from graphstore.driver import close_driver, database, get_driver
+from graphstore.schema import ensure_schema
+from graphstore.sync import project_investigation
+from tests.conftest import free_port
+from tests.integration.graph.factory import make_incident, make_investigation
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db]
+
+
+@pytest.fixture
+def graph(graph_server: object) -> Driver:
+    """The app's driver on an empty graph that has the schema."""
+    driver = get_driver()
+    driver.execute_query("MATCH (n) DETACH DELETE n", database_=database())
+    ensure_schema(driver, database())
+    return driver
+
+
+@pytest.fixture
+def graph_down() -> Iterator[None]:
+    """The app's driver pointed at a port nothing listens on."""
+    previous = settings.ROOTLINE_GRAPH
+    settings.ROOTLINE_GRAPH = replace(previous, uri=f"bolt://127.0.0.1:{free_port()}")
+    close_driver()
+    yield
+    settings.ROOTLINE_GRAPH = previous
+    close_driver()
+
+
+def test_the_explorer_draws_the_conclusion_read_from_the_graph(viewer: Client, graph: Driver) -> None:
+    incident = make_incident()
+    project_investigation(make_investigation(incident))  # db -> payment -> checkout
+    related = make_incident(symptom="edge")
+    project_investigation(make_investigation(related, path=("db", "edge")))
+    # Only the graph says so: the page shows what the graph holds, not the relational rows.
+    graph.execute_query(
+        "MATCH (h:Hypothesis) WHERE h.incident = $key AND h.entity = 'payment' SET h.state = 'refuted'",
+        key=f"incident:{incident.pk}",
+        database_=database(),
+    )
+
+    page = viewer.get(f"/incidents/{incident.pk}/explorer/")
+    assert page.status_code == 200
+    assert page.context["banner"] == ""
+    explained = page.context["explanation"]
+    assert explained.source == "graph"
+    assert explained.root_cause == "db"
+    assert {h.entity: h.state for h in explained.hypotheses}["payment"] == "refuted"
+    assert [(h.cause, h.effect) for h in page.context["hops"]] == [("db", "payment"), ("payment", "checkout")]
+    assert [r.incident_id for r in page.context["related"]] == [related.pk]
+    body = page.content.decode()
+    assert 'data-source="graph"' in body
+    assert f'href="/incidents/{related.pk}/"' in body
+    assert "same root cause db" in body
+
+
+def test_an_unprojected_investigation_is_drawn_from_its_stored_result(viewer: Client, graph: Driver) -> None:
+    incident = make_incident()
+    make_investigation(incident)
+    page = viewer.get(f"/incidents/{incident.pk}/explorer/")
+    assert page.status_code == 200
+    assert page.context["banner"] == GRAPH_PENDING
+    assert page.context["explanation"].source == "document"
+    assert page.context["explanation"].root_cause == "db"
+
+
+def test_with_the_graph_down_the_page_falls_back_and_says_so(viewer: Client, graph_down: None) -> None:
+    incident = make_incident()
+    make_investigation(incident)
+    page = viewer.get(f"/incidents/{incident.pk}/explorer/")
+    assert page.status_code == 200
+    assert page.context["banner"] == GRAPH_DOWN
+    assert 'id="graph-banner"' in page.content.decode()
+    explained = page.context["explanation"]
+    assert explained.source == "document"
+    assert [h.entity for h in explained.hypotheses] == ["db", "payment", "checkout"]
+    assert page.context["related"] == []
+    assert "graph database is unavailable" in page.context["related_note"]
+
+
+@pytest.mark.parametrize("query", ["all=yes", "series=everything"])
+def test_unknown_explorer_options_are_a_400(viewer: Client, graph_down: None, query: str) -> None:
+    incident = make_incident()
+    make_investigation(incident)
+    page = viewer.get(f"/incidents/{incident.pk}/explorer/?{query}")
+    assert page.status_code == 400
+    assert "Unknown explorer option" in page.content.decode()
