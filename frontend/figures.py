@@ -102,18 +102,24 @@ def _hover(text: str) -> str:
 # Label geometry in pixels. A node's label sits centred under it, cut in the middle to LABEL_CHARS
 # characters (head and tail kept: names of one system often share a prefix, "lambda_step_...", or a kind
 # suffix, "..._AWS::Lambda"; the full name is in the hover); the node's slot is as wide as its label can
-# be, so two labels in one layer never meet. CHAR_PX: the widest 20-character label of the example
-# systems (PetShop, TrainTicket, Sock Shop, Online Boutique) drawn by Chromium at 12 px measured 7.1 px
-# a character (tests/browser/test_explorer_labels.py measures every label); 8 px leaves a margin.
+# be, so two labels in one layer never meet. CHAR_PX: the widest label of the example systems drawn by
+# Chromium at 12 px (PetShop's capitalised AWS names) measured 8.3 px a character
+# (tests/browser/test_explorer_labels.py prints it); 9 px leaves a margin.
 LABEL_CHARS = 20
 LABEL_HEAD = 10  # characters kept before the ellipsis; the rest of LABEL_CHARS - 1 after it
 LABEL_FONT_PX = 12
-CHAR_PX = 8.0
+CHAR_PX = 9.0
 LABEL_GAP_PX = 16  # clear space between two neighbouring labels
 NODE_PX = 30  # the largest node marker (the root cause)
 LAYER_GAP_PX = 46  # between a layer's labels and the next layer's markers: room for the arrow heads
 MARGIN_PX = 40  # around the drawing, inside the plot area
 COLLAPSED = "+{n} services"
+GRAPH_MARGIN_L = 20
+
+
+def on_path_of(path: Sequence[Hop]) -> list[str]:
+    """The services along the path, in order."""
+    return list(dict.fromkeys(name for hop in path for name in (hop.cause, hop.effect)))
 
 
 def short_label(name: str) -> str:
@@ -241,7 +247,8 @@ def graph_figure(
     named COLLAPSED stands for that many services left out. The figure has a fixed size in pixels
     (one axis unit is one pixel), so the label slots the layout reserved are what the page shows.
     """
-    names = sorted({*entities, *beliefs, *(h.cause for h in path), *(h.effect for h in path)} - {""})
+    # `beliefs` only colours: a service left out of `entities` (collapsed) is not drawn.
+    names = sorted({*entities, *(h.cause for h in path), *(h.effect for h in path)} - {""})
     layout = layered_layout(names, edges)
     positions = layout.positions
     fig = go.Figure()
@@ -273,15 +280,19 @@ def graph_figure(
     _draw_nodes(fig, names, positions, beliefs, path, symptom, root_cause, candidates, collapsed)
     plot_w = layout.width + 2 * MARGIN_PX
     plot_h = layout.height + 2 * MARGIN_PX
+    # Where a page narrower than the graph scrolls to first: the middle of the path (else the root cause
+    # or the alerting service), in pixels from the figure's left edge.
+    focus = [positions[n][0] for n in on_path_of(path) or [root_cause, symptom] if n in positions]
     fig.update_layout(
+        meta={"focus_px": GRAPH_MARGIN_L + MARGIN_PX + (sum(focus) / len(focus) if focus else 0.0)},
         template="plotly_white",
         showlegend=True,
         legend={"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom", "font": {"size": 12}},
         hovermode="closest",
         dragmode="pan",
-        width=int(plot_w) + 40,
+        width=int(plot_w) + GRAPH_MARGIN_L + 20,
         height=int(plot_h) + 80,
-        margin={"l": 20, "r": 20, "t": 60, "b": 20, "autoexpand": False},
+        margin={"l": GRAPH_MARGIN_L, "r": 20, "t": 60, "b": 20, "autoexpand": False},
         font={"family": FONT, "size": 13, "color": "#1d232b"},
         xaxis={"visible": False, "range": [-MARGIN_PX, layout.width + MARGIN_PX], "fixedrange": False},
         yaxis={"visible": False, "range": [layout.height + MARGIN_PX, -MARGIN_PX]},
@@ -380,7 +391,7 @@ def _draw_nodes(
             )
         )
     scores = {str(c.get("entity")): c for c in candidates}
-    on_path = {h.cause for h in path} | {h.effect for h in path}
+    on_path = set(on_path_of(path))
     folded = COLLAPSED.format(n=collapsed) if collapsed else None
     for rank, belief in enumerate(BELIEF_COLOURS):
         members = [
