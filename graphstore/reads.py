@@ -137,13 +137,18 @@ _SAME_ROOT = """
 MATCH (i:Incident {key: $incident})-[:ROOT_CAUSED_BY]->(s:Service)<-[:ROOT_CAUSED_BY]-(o:Incident)
 WHERE o.key <> $incident
 RETURN o.key AS key, s.name AS service
+ORDER BY o.onset DESC, o.key DESC
 LIMIT $limit
 """
-# Other incidents whose propagation path crossed one of this one's hops (the same failing edge).
+# Other incidents whose propagation path crossed one of this one's hops (the same failing edge); the
+# hop carries the incident's key, its Incident node the onset to order by.
 _SAME_EDGE = """
 MATCH (a:Service)-[r:PROPAGATED_TO]->(b:Service) WHERE r.incident = $incident
 MATCH (a)-[o:PROPAGATED_TO]->(b) WHERE o.incident <> $incident
-RETURN o.incident AS key, a.name AS cause, b.name AS effect
+WITH o.incident AS key, a.name AS cause, b.name AS effect
+MATCH (x:Incident {key: key})
+RETURN key, cause, effect
+ORDER BY x.onset DESC, key DESC
 LIMIT $limit
 """
 _INCIDENTS = """

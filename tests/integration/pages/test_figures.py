@@ -153,7 +153,8 @@ def test_the_timeline_marks_the_onset_and_measures_against_the_baseline() -> Non
     assert len(fig["data"]) == 2
     shapes = fig["layout"]["shapes"]
     lines = [s for s in shapes if s.get("type") == "line"]
-    assert len(lines) == 6  # alert onset, detected onset and the deploy, one per row
+    assert len(lines) == 3  # alert onset, detected onset and the deploy, each across every row
+    assert {line["yref"] for line in lines} == {"paper"}
     texts = {a["text"] for a in fig["layout"]["annotations"]}
     assert {"alert onset", "detected onset", "\u25bc change"} <= texts
     hovers = [a.get("hovertext") for a in fig["layout"]["annotations"]]
