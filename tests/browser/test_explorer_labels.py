@@ -10,14 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from django.core.management import call_command
 
 from graphstore.sync import project_investigation
 from rca.incidents.investigations import run_investigation
 from rca.incidents.models import Incident
-from tests.browser.conftest import PASSWORD, Session
-from tests.integration.api import factories
+from tests.browser.conftest import Session, signed_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow]
 
@@ -61,13 +59,7 @@ def _overlaps(boxes: list[dict[str, Any]]) -> list[tuple[str, str]]:
 def test_no_node_labels_overlap_on_the_largest_graphs(
     cases: list[Incident], sessions: list[Session], browser: Any, live_server: Any, artifacts: Path
 ) -> None:
-    factories.user("viewer", name="vera")
-    account = User.objects.get(username="vera")
-    account.set_password(PASSWORD)
-    account.save()
-    vera = Session(browser, live_server.url, artifacts, "vera")
-    sessions.append(vera)
-    vera.login("vera")
+    vera = signed_in(sessions, browser, live_server.url, artifacts, "viewer", "vera")
     page = vera.page
     for incident, (dataset, _) in zip(cases, CASES, strict=True):
         counts: dict[str, int] = {}

@@ -13,22 +13,12 @@ from django.test import Client
 from neo4j import Driver
 
 from frontend.presenters import GRAPH_DOWN, GRAPH_PENDING
-from graphstore.driver import close_driver, database, get_driver
-from graphstore.schema import ensure_schema
+from graphstore.driver import close_driver, database
 from graphstore.sync import project_investigation
 from tests.conftest import free_port
 from tests.integration.graph.factory import make_incident, make_investigation
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
-
-
-@pytest.fixture
-def graph(graph_server: object) -> Driver:
-    """The app's driver on an empty graph that has the schema."""
-    driver = get_driver()
-    driver.execute_query("MATCH (n) DETACH DELETE n", database_=database())
-    ensure_schema(driver, database())
-    return driver
 
 
 @pytest.fixture
