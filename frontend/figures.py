@@ -142,6 +142,7 @@ LAYER_GAP_PX = 46  # between a layer's labels and the next layer's markers: room
 MARGIN_PX = 40  # around the drawing, inside the plot area
 COLLAPSED = "+{n} services"
 GRAPH_MARGIN_L = 20
+PAGE_HALF_PX = 560  # half the card's inner width: rootline.css caps main at 1240 px, less its padding
 
 
 def on_path_of(path: Sequence[Hop]) -> list[str]:
@@ -310,10 +311,14 @@ def graph_figure(
     # Where a page narrower than the graph scrolls to first: the middle of the path (else the root cause
     # or the alerting service), in pixels from the figure's left edge.
     focus = [positions[n][0] for n in on_path_of(path) or [root_cause, symptom] if n in positions]
+    focus_x = MARGIN_PX + (sum(focus) / len(focus) if focus else 0.0)  # in the plot area
+    # The legend starts where that first view starts (half a page width left of the focus), so a wide
+    # graph opened scrolled to its path shows its legend too.
+    legend_x = max(0.0, focus_x - PAGE_HALF_PX) / plot_w
     fig.layout.update(
-        meta={"focus_px": GRAPH_MARGIN_L + MARGIN_PX + (sum(focus) / len(focus) if focus else 0.0)},
+        meta={"focus_px": GRAPH_MARGIN_L + focus_x},
         showlegend=True,
-        legend={"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom", "font": {"size": 12}},
+        legend={"orientation": "h", "x": legend_x, "y": 1.0, "yanchor": "bottom", "font": {"size": 12}},
         hovermode="closest",
         dragmode="pan",
         width=int(plot_w) + GRAPH_MARGIN_L + 20,

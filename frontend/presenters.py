@@ -674,7 +674,7 @@ def explorer(
         candidates=[c.model_dump() for c in document.candidates],
         collapsed=collapsed,
     )
-    timeline, rows, hidden = _timeline(incident, document, all_series)
+    timeline, rows, hidden = explorer_timeline(incident, document, all_series)
     if timeline is None and document.route():
         notes.append("No examined metric series were recorded for the entities on the path.")
     related, related_note = related_incidents(incident)
@@ -696,7 +696,7 @@ def explorer(
     }
 
 
-def _timeline(
+def explorer_timeline(
     incident: Incident, document: ResultDocument, all_series: bool
 ) -> tuple[dict[str, Any] | None, list[str], int]:
     """The timeline figure of the stored series (never refetched), one row per entity in path order;

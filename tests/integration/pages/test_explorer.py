@@ -90,3 +90,38 @@ def test_unknown_explorer_options_are_a_400(viewer: Client, graph_down: None, qu
     page = viewer.get(f"/incidents/{incident.pk}/explorer/?{query}")
     assert page.status_code == 400
     assert "Unknown explorer option" in page.content.decode()
+
+
+def test_the_timeline_draws_the_top_series_by_deviation_and_shows_more_on_request() -> None:
+    from frontend.presenters import explorer_timeline
+    from rca.investigation.document import CitationDoc, FactsDoc, ResultDocument, SeriesDoc
+
+    incident = make_incident()
+    onset = incident.onset.timestamp()
+    series = [
+        SeriesDoc(
+            entity=f"svc-{i % 3}",
+            metric=f"m{i}",
+            timestamps=[onset - 60, onset, onset + 60],
+            values=[1.0, 1.0 + i, 1.0],
+            baseline=1.0,
+            spread=1.0,
+            z=float(i),
+        )
+        for i in range(11)
+    ]
+    deploy = CitationDoc(kind="deploy", ref="v42", entity="svc-1", at=onset - 30, title="pool size")
+    document = ResultDocument(symptom="svc-0", facts=FactsDoc(series=series, citations=[deploy]))
+
+    figure, rows, hidden = explorer_timeline(incident, document, False)
+    assert figure is not None
+    assert hidden == 3
+    assert sorted(t["name"] for t in figure["data"]) == sorted(f"m{i}" for i in range(3, 11))
+    assert rows[0] == "svc-0"  # the symptom's row first (path order), then the others by name
+    hovers = [a.get("hovertext") for a in figure["layout"]["annotations"]]
+    assert "deploy v42 on svc-1: pool size" in hovers
+
+    everything, _, none_hidden = explorer_timeline(incident, document, True)
+    assert everything is not None
+    assert none_hidden == 0
+    assert len(everything["data"]) == 11
