@@ -19,6 +19,7 @@ similar-incidents panel embeds the incident's text and searches it, as in produc
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import random
 import secrets
@@ -32,6 +33,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+print = functools.partial(print, flush=True)  # progress shows while it runs, also into a file
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 DATABASE = "bench_pages"

@@ -30,8 +30,10 @@ RETURN i, collect(DISTINCT r1) AS first, collect(DISTINCT a) AS near,
        collect(DISTINCT r2) AS second, collect(DISTINCT b) AS far
 """
 
+# No labels on the ends (PROPAGATED_TO only joins services): with them ArcadeDB 26.10 expands from the
+# Service nodes instead of the relationship index, 46 ms instead of 6 ms with 10,000 hops on one edge.
 _PATH = """
-MATCH (a:Service)-[r:PROPAGATED_TO]->(b:Service)
+MATCH (a)-[r:PROPAGATED_TO]->(b)
 WHERE r.incident = $incident
 RETURN a, r, b
 ORDER BY r.seq
@@ -132,23 +134,26 @@ MATCH (h:Hypothesis)-[r:EVIDENCED_BY]->(e:Evidence) WHERE h.incident = $incident
 RETURN h.key AS hypothesis, r, e
 ORDER BY e.seq
 """
-# Other incidents whose ROOT_CAUSED_BY points at this one's root cause.
+# Related incidents: each traversal starts from named Service nodes (an indexed lookup) and reads at
+# most $limit relationships. ArcadeDB yields a node's most recently linked relationships first, so that
+# is each kind's latest, and the latest `limit` of their union are among them. Sorting every match
+# instead (10,000 incidents sharing a root cause) took 0.3 s for the root cause and 0.8 s for an edge
+# (measured on ArcadeDB 26.10, 2 CPUs).
+_ROOT_OF = """
+MATCH (:Incident {key: $incident})-[:ROOT_CAUSED_BY]->(s:Service)
+RETURN s.namespace AS namespace, s.name AS name
+"""
 _SAME_ROOT = """
-MATCH (i:Incident {key: $incident})-[:ROOT_CAUSED_BY]->(s:Service)<-[:ROOT_CAUSED_BY]-(o:Incident)
+MATCH (s:Service {namespace: $namespace, name: $name})<-[:ROOT_CAUSED_BY]-(o:Incident)
 WHERE o.key <> $incident
-RETURN o.key AS key, s.name AS service
-ORDER BY o.onset DESC, o.key DESC
+RETURN o.key AS key
 LIMIT $limit
 """
-# Other incidents whose propagation path crossed one of this one's hops (the same failing edge); the
-# hop carries the incident's key, its Incident node the onset to order by.
 _SAME_EDGE = """
-MATCH (a:Service)-[r:PROPAGATED_TO]->(b:Service) WHERE r.incident = $incident
-MATCH (a)-[o:PROPAGATED_TO]->(b) WHERE o.incident <> $incident
-WITH o.incident AS key, a.name AS cause, b.name AS effect
-MATCH (x:Incident {key: key})
-RETURN key, cause, effect
-ORDER BY x.onset DESC, key DESC
+MATCH (a:Service {namespace: $cause_namespace, name: $cause})-[o:PROPAGATED_TO]->
+      (b:Service {namespace: $effect_namespace, name: $effect})
+WHERE o.incident <> $incident
+RETURN o.incident AS key
 LIMIT $limit
 """
 _INCIDENTS = """
@@ -197,7 +202,8 @@ def related_incidents(
     incident_id: int, limit: int = 20, driver: Driver | None = None, database: str | None = None
 ) -> list[dict[str, Any]]:
     """Incidents with the same root cause (ROOT_CAUSED_BY the same service) or the same failing edge
-    (a PROPAGATED_TO hop between the same two services), newest onset first, at most `limit`.
+    (a PROPAGATED_TO hop between the same two services), latest first (by incident number), at most
+    `limit`.
 
     Each item is the Incident node's properties plus `reasons`: "same root cause <service>" and
     "same failing edge <cause> → <effect>". Raises `GraphUnavailable` at once when the server is down.
@@ -206,18 +212,25 @@ def related_incidents(
 
     def work(tx: Transaction) -> list[dict[str, Any]]:
         reasons: dict[str, list[str]] = {}
-        for row in tx.run(_SAME_ROOT, incident=key, limit=limit):
-            reasons.setdefault(row["key"], []).append(f"same root cause {row['service']}")
-        for row in tx.run(_SAME_EDGE, incident=key, limit=limit):
-            reasons.setdefault(row["key"], []).append(f"same failing edge {row['cause']} → {row['effect']}")
-        found = [
-            {**dict(row["i"]), "reasons": reasons[row["i"]["key"]]}
-            for row in tx.run(_INCIDENTS, keys=sorted(reasons))
-        ]
-        found.sort(key=lambda i: (i.get("onset") or "", i["key"]), reverse=True)
-        return found[:limit]
+        for root in tx.run(_ROOT_OF, incident=key):
+            for row in tx.run(_SAME_ROOT, incident=key, limit=limit, **dict(root)):
+                reasons.setdefault(row["key"], []).append(f"same root cause {root['name']}")
+        for hop in _hops(tx, key):
+            fields = {k: hop[k] for k in ("cause", "cause_namespace", "effect", "effect_namespace")}
+            for row in tx.run(_SAME_EDGE, incident=key, limit=limit, **fields):
+                reasons.setdefault(row["key"], []).append(
+                    f"same failing edge {hop['cause']} → {hop['effect']}"
+                )
+        latest = sorted(reasons, key=_number, reverse=True)[:limit]
+        found = {row["i"]["key"]: dict(row["i"]) for row in tx.run(_INCIDENTS, keys=latest)}
+        return [{**found[k], "reasons": reasons[k]} for k in latest if k in found]
 
     return session.read_now(work, driver, database)
+
+
+def _number(key: str) -> int:
+    """The incident id in an Incident key ("incident:<id>"): ids grow as incidents are opened."""
+    return int(key.rpartition(":")[2])
 
 
 # --- a service -------------------------------------------------------------------------------------
