@@ -9,6 +9,7 @@ without one.
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import math
@@ -18,10 +19,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import networkx as nx
 import numpy as np
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
+import plotly.io as pio
 
 from rca.telemetry.model import MetricSeries
 
@@ -87,9 +86,36 @@ class Hop:
         return "propagation path" if self.verified else "unverified hop"
 
 
-def to_json(fig: go.Figure) -> dict[str, Any]:
-    """The figure as plain JSON types (numpy arrays and dates converted by plotly's encoder)."""
-    return dict(json.loads(fig.to_json()))
+class Figure:
+    """A plotly figure as plain data (traces and layout), built without plotly's validating figure
+    objects: those cost 60-170 ms a figure (measured on the explorer's two), most of a page's time.
+    Keys are plotly.js attribute names; the browser test draws the result."""
+
+    def __init__(self) -> None:
+        self.data: list[dict[str, Any]] = []
+        self.layout: dict[str, Any] = {}
+
+    def add_trace(self, trace: dict[str, Any]) -> None:
+        """Append a trace (drawn after, so above, the earlier ones)."""
+        self.data.append(trace)
+
+
+def scatter(**attributes: Any) -> dict[str, Any]:
+    """A scatter trace."""
+    return {"type": "scatter", **attributes}
+
+
+@functools.cache
+def _template() -> dict[str, Any]:
+    """Plotly's "plotly_white" theme as plain data, computed once per process."""
+    return dict(pio.templates["plotly_white"].to_plotly_json())
+
+
+def to_json(fig: Figure) -> dict[str, Any]:
+    """The figure as plain JSON types (numpy arrays and dates converted by plotly's encoder), with the
+    white theme."""
+    plain = {"data": fig.data, "layout": {**fig.layout, "template": _template()}}
+    return dict(json.loads(pio.json.to_json_plotly(plain)))
 
 
 def _hover(text: str) -> str:
@@ -100,46 +126,132 @@ def _hover(text: str) -> str:
 # --- the explanatory graph ----------------------------------------------------------------------------
 
 
-def layered_positions(
-    nodes: Iterable[str], edges: Iterable[tuple[str, str]]
-) -> dict[str, tuple[float, float]]:
-    """Positions for a call graph drawn top-down: callers above their callees.
+# Label geometry in pixels. A node's label sits centred under it, cut in the middle to LABEL_CHARS
+# characters (head and tail kept: names of one system often share a prefix, "lambda_step_...", or a kind
+# suffix, "..._AWS::Lambda"; the full name is in the hover); the node's slot is as wide as its label can
+# be, so two labels in one layer never meet. CHAR_PX: the widest label of the example systems drawn by
+# Chromium at 12 px (PetShop's capitalised AWS names) measured 8.3 px a character
+# (tests/browser/test_explorer_labels.py prints it); 9 px leaves a margin.
+LABEL_CHARS = 20
+LABEL_HEAD = 10  # characters kept before the ellipsis; the rest of LABEL_CHARS - 1 after it
+LABEL_FONT_PX = 12
+CHAR_PX = 9.0
+LABEL_GAP_PX = 16  # clear space between two neighbouring labels
+NODE_PX = 30  # the largest node marker (the root cause)
+LAYER_GAP_PX = 46  # between a layer's labels and the next layer's markers: room for the arrow heads
+MARGIN_PX = 40  # around the drawing, inside the plot area
+COLLAPSED = "+{n} services"
+GRAPH_MARGIN_L = 20
+PAGE_HALF_PX = 560  # half the card's inner width: rootline.css caps main at 1240 px, less its padding
 
-    Layers are the topological generations of the graph's condensation (so call cycles share a
-    layer); inside a layer, nodes are ordered by the mean position of their neighbours in the layer
-    above (a few barycentre sweeps), which keeps crossings down. Deterministic for the same input.
+
+def on_path_of(path: Sequence[Hop]) -> list[str]:
+    """The services along the path, in order."""
+    return list(dict.fromkeys(name for hop in path for name in (hop.cause, hop.effect)))
+
+
+def short_label(name: str) -> str:
+    """The name as drawn: at most LABEL_CHARS characters, its middle replaced by an ellipsis."""
+    if len(name) <= LABEL_CHARS:
+        return name
+    tail = LABEL_CHARS - 1 - LABEL_HEAD
+    return name[:LABEL_HEAD] + "\u2026" + name[-tail:]
+
+
+def label_width(name: str) -> float:
+    """An upper bound of the drawn label's width in pixels."""
+    return len(short_label(name)) * CHAR_PX
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Node centres and edge routes in pixels, y growing downwards (layer 0, the callers, on top)."""
+
+    positions: Mapping[str, tuple[float, float]]
+    routes: Mapping[tuple[str, str], Sequence[tuple[float, float]]]
+    width: float
+    height: float
+
+
+class _Box:
+    """A grandalf vertex or edge view: the node's box in pixels, and where the layout put it."""
+
+    def __init__(self, w: float = 0.0, h: float = 0.0) -> None:
+        self.w, self.h = w, h
+        self.xy: tuple[float, float] = (0.0, 0.0)
+        self.path: list[tuple[float, float]] = []
+
+    def setpath(self, points: list[tuple[float, float]]) -> None:
+        self.path = [(float(x), float(y)) for x, y in points]
+
+
+def layered_layout(nodes: Iterable[str], edges: Iterable[tuple[str, str]]) -> Layout:
+    """A layered (Sugiyama) drawing of a call graph: callers above their callees, few crossings.
+
+    grandalf ranks each connected component (reversing a feedback edge of every call cycle), orders
+    the layers to reduce crossings and places nodes by Brandes-Köpf, with each node's box as wide as
+    its label's slot, so labels in a layer cannot overlap. Long edges are routed through the layers'
+    dummy points. Components are laid side by side, the largest first. Deterministic for the same input.
     """
-    graph = nx.DiGraph()
-    graph.add_nodes_from(sorted(set(nodes)))
-    graph.add_edges_from((a, b) for a, b in edges if a != b)
-    if graph.number_of_nodes() == 0:
-        return {}
-    condensed = nx.condensation(graph)
-    layer_of: dict[str, int] = {}
-    for depth, generation in enumerate(nx.topological_generations(condensed)):
-        for component in generation:
-            for name in condensed.nodes[component]["members"]:
-                layer_of[name] = depth
-    layers: dict[int, list[str]] = {}
-    for name in sorted(layer_of):
-        layers.setdefault(layer_of[name], []).append(name)
-    order = {name: float(i) for members in layers.values() for i, name in enumerate(members)}
-    for _ in range(4):  # barycentre sweeps, top-down: each node moves under its callers
-        for depth in sorted(layers)[1:]:
+    from grandalf.graphs import Edge, Graph, Vertex
+    from grandalf.layouts import SugiyamaLayout
 
-            def key(name: str) -> tuple[float, str]:
-                above = [order[p] for p in graph.predecessors(name) if layer_of[p] < layer_of[name]]
-                return (sum(above) / len(above) if above else order[name], name)
-
-            layers[depth].sort(key=key)
-            order.update({name: float(i) for i, name in enumerate(layers[depth])})
-    widest = max(len(members) for members in layers.values())
+    names = sorted(set(nodes))
+    pairs = sorted({(a, b) for a, b in edges if a != b and a in names and b in names})
+    if not names:
+        return Layout({}, {}, 0.0, 0.0)
+    vertices = {n: Vertex(n) for n in names}
+    for name, vertex in vertices.items():
+        vertex.view = _Box(label_width(name) + LABEL_GAP_PX, NODE_PX + LABEL_FONT_PX * 2)
+    links = {(a, b): Edge(vertices[a], vertices[b]) for a, b in pairs}
+    for link in links.values():
+        link.view = _Box()
+    graph = Graph(list(vertices.values()), list(links.values()))
     positions: dict[str, tuple[float, float]] = {}
-    for depth, members in layers.items():
-        offset = (widest - len(members)) / 2.0  # centre each layer under the widest one
-        for i, name in enumerate(members):
-            positions[name] = (offset + i, -float(depth))
-    return positions
+    routes: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    left, height = 0.0, 0.0
+    components = sorted(graph.C, key=lambda c: (-len(c.sV), min(v.data for v in c.sV)))
+    for component in components:
+        sugiyama = SugiyamaLayout(component)
+        sugiyama.xspace, sugiyama.yspace = 0, LAYER_GAP_PX
+        roots = sorted((v for v in component.sV if not v.e_in()), key=lambda v: v.data)
+        sugiyama.init_all(roots=roots or None)
+        sugiyama.draw(3)
+        boxes = {v.data: v.view for v in component.sV}
+        x0 = min(b.xy[0] - b.w / 2 for b in boxes.values())
+        x1 = max(b.xy[0] + b.w / 2 for b in boxes.values())
+        shift = left - x0
+        for name, box in boxes.items():
+            positions[name] = (box.xy[0] + shift, box.xy[1])
+        for link in component.sE:
+            key = (link.v[0].data, link.v[1].data)
+            routes[key] = [(x + shift, y) for x, y in link.view.path]
+        left += x1 - x0
+        height = max(height, max(b.xy[1] + b.h / 2 for b in boxes.values()))
+    return Layout(positions, routes, left, height)
+
+
+def explanatory_subgraph(
+    entities: Iterable[str], edges: Iterable[tuple[str, str]], keep: Iterable[str]
+) -> tuple[list[str], list[tuple[str, str]], int]:
+    """The part of the graph that explains the incident: `keep` (root cause, path, examined suspects)
+    and their direct neighbours. Every other service collapses into one node, COLLAPSED, which stands
+    in for them in the edges; returns the nodes, the edges and how many services were collapsed."""
+    names = set(entities)
+    core = set(keep) & names
+    pairs = [(a, b) for a, b in edges if a in names and b in names and a != b]
+    shown = set(core)
+    for a, b in pairs:
+        if a in core:
+            shown.add(b)
+        if b in core:
+            shown.add(a)
+    hidden = names - shown
+    if not hidden:
+        return sorted(names), pairs, 0
+    collapsed = COLLAPSED.format(n=len(hidden))
+    folded = {(a if a in shown else collapsed, b if b in shown else collapsed) for a, b in pairs}
+    return [*sorted(shown), collapsed], sorted((a, b) for a, b in folded if a != b), len(hidden)
 
 
 def graph_figure(
@@ -151,70 +263,122 @@ def graph_figure(
     symptom: str = "",
     root_cause: str = "",
     candidates: Sequence[Mapping[str, Any]] = (),
-) -> go.Figure:
-    """The service dependency graph with the propagation path highlighted from root cause to symptom.
+    collapsed: int = 0,
+) -> Figure:
+    """The service dependency graph with the propagation path drawn on top, root cause to symptom.
 
-    Nodes are coloured by belief; path hops are thick violet lines (dashed when the hop failed forward
-    verification, or, for a hop stored unverified, when no recorded call edge backs it) with an arrow
-    from cause to effect and a diamond at the midpoint whose hover label carries that hop's evidence
-    and rule results. Call edges are thin grey arrows from caller to callee.
+    Nodes are coloured by belief and labelled with their short name below them (the full name in the
+    hover); path hops are thick violet lines (dashed when the hop failed forward verification, or, for
+    a hop stored unverified, when no recorded call edge backs it) with an arrow head from cause to
+    effect and a diamond at the midpoint whose hover carries that hop's evidence and rule results.
+    Call edges are thin grey lines with an arrow head at the callee. `collapsed` > 0 means the node
+    named COLLAPSED stands for that many services left out. The figure has a fixed size in pixels
+    (one axis unit is one pixel), so the label slots the layout reserved are what the page shows.
     """
-    names = sorted({*entities, *beliefs, *(h.cause for h in path), *(h.effect for h in path)} - {""})
-    positions = layered_positions(names, edges)
-    fig = go.Figure()
-    annotations: list[dict[str, Any]] = []
-
-    # Call edges (caller -> callee): one thin line trace plus a small arrow head each. An edge under a
-    # path hop gets no arrow: annotations draw above every trace and would cut through the path.
+    # `beliefs` only colours: a service left out of `entities` (collapsed) is not drawn.
+    names = sorted({*entities, *(h.cause for h in path), *(h.effect for h in path)} - {""})
+    layout = layered_layout(names, edges)
+    positions = layout.positions
+    fig = Figure()
     hop_pairs = {frozenset((h.cause, h.effect)) for h in path}
-    xs: list[float | None] = []
-    ys: list[float | None] = []
+    call_x: list[float | None] = []
+    call_y: list[float | None] = []
+    call_heads: list[int] = []
     for caller, callee in edges:
-        if caller in positions and callee in positions and caller != callee:
-            (x0, y0), (x1, y1) = positions[caller], positions[callee]
-            xs += [x0, x1, None]
-            ys += [y0, y1, None]
-            if frozenset((caller, callee)) not in hop_pairs:
-                annotations.append(_arrow(positions[caller], positions[callee], EDGE_COLOUR, 1.2))
+        route = layout.routes.get((caller, callee))
+        if route is None or frozenset((caller, callee)) in hop_pairs:
+            continue  # an edge under a hop: the hop is drawn over it
+        points = _trimmed(route)
+        call_x += [p[0] for p in points] + [None]
+        call_y += [p[1] for p in points] + [None]
+        call_heads += [0] * (len(points) - 1) + [9, 0]
     fig.add_trace(
-        go.Scatter(
-            x=xs,
-            y=ys,
-            mode="lines",
+        scatter(
+            x=call_x,
+            y=call_y,
+            mode="lines+markers",
             name="calls",
             hoverinfo="skip",
             line={"color": EDGE_COLOUR, "width": 1.5},
+            marker={"symbol": "arrow", "angleref": "previous", "size": call_heads, "color": "#adb5bd"},
             legendrank=900,
         )
     )
+    _draw_path(fig, path, layout)
+    _draw_nodes(fig, names, positions, beliefs, path, symptom, root_cause, candidates, collapsed)
+    plot_w = layout.width + 2 * MARGIN_PX
+    plot_h = layout.height + 2 * MARGIN_PX
+    # Where a page narrower than the graph scrolls to first: the middle of the path (else the root cause
+    # or the alerting service), in pixels from the figure's left edge.
+    focus = [positions[n][0] for n in on_path_of(path) or [root_cause, symptom] if n in positions]
+    focus_x = MARGIN_PX + (sum(focus) / len(focus) if focus else 0.0)  # in the plot area
+    # The legend starts where that first view starts (half a page width left of the focus), so a wide
+    # graph opened scrolled to its path shows its legend too.
+    legend_x = max(0.0, focus_x - PAGE_HALF_PX) / plot_w
+    fig.layout.update(
+        meta={"focus_px": GRAPH_MARGIN_L + focus_x},
+        showlegend=True,
+        legend={"orientation": "h", "x": legend_x, "y": 1.0, "yanchor": "bottom", "font": {"size": 12}},
+        hovermode="closest",
+        dragmode="pan",
+        width=int(plot_w) + GRAPH_MARGIN_L + 20,
+        height=int(plot_h) + 80,
+        margin={"l": GRAPH_MARGIN_L, "r": 20, "t": 60, "b": 20, "autoexpand": False},
+        font={"family": FONT, "size": 13, "color": "#1d232b"},
+        xaxis={"visible": False, "range": [-MARGIN_PX, layout.width + MARGIN_PX], "fixedrange": False},
+        yaxis={"visible": False, "range": [layout.height + MARGIN_PX, -MARGIN_PX]},
+        hoverlabel={"align": "left", "font": {"family": FONT, "size": 13}},
+    )
+    return fig
 
-    # The propagation path: one trace per hop, so an unverified hop can be dashed on its own.
+
+def _trimmed(route: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The route with its last point pulled back to the target marker's edge, where the head goes."""
+    points = list(route)
+    (x0, y0), (x1, y1) = points[-2], points[-1]
+    length = math.hypot(x1 - x0, y1 - y0) or 1.0
+    pull = min(NODE_PX / 2 + 3, length / 2)
+    points[-1] = (x1 - (x1 - x0) / length * pull, y1 - (y1 - y0) / length * pull)
+    return points
+
+
+def _draw_path(fig: Figure, path: Sequence[Hop], layout: Layout) -> None:
+    """One trace per hop (an unverified hop is dashed on its own), after the call edges: on top."""
     mids_x: list[float] = []
     mids_y: list[float] = []
     hop_text: list[str] = []
     for i, hop in enumerate(path):
-        if hop.cause not in positions or hop.effect not in positions:
+        if hop.cause not in layout.positions or hop.effect not in layout.positions:
             continue
-        (x0, y0), (x1, y1) = positions[hop.cause], positions[hop.effect]
+        route = layout.routes.get((hop.cause, hop.effect))
+        if route is None and (back := layout.routes.get((hop.effect, hop.cause))) is not None:
+            route = list(reversed(back))  # the fault travels against the call
+        points = _trimmed(route or [layout.positions[hop.cause], layout.positions[hop.effect]])
         fig.add_trace(
-            go.Scatter(
-                x=[x0, x1],
-                y=[y0, y1],
-                mode="lines",
+            scatter(
+                x=[p[0] for p in points],
+                y=[p[1] for p in points],
+                mode="lines+markers",
                 hoverinfo="skip",
                 name=hop.label,
                 legendgroup=hop.label,
                 showlegend=not any(h.label == hop.label for h in path[:i]),
                 line={"color": PATH_COLOUR, "width": 5, "dash": "solid" if hop.solid else "dash"},
+                marker={
+                    "symbol": "arrow",
+                    "angleref": "previous",
+                    "size": [0] * (len(points) - 1) + [16],
+                    "color": PATH_COLOUR,
+                },
                 legendrank=100,
             )
         )
-        annotations.append(_arrow(positions[hop.cause], positions[hop.effect], PATH_COLOUR, 2.5, 1.4))
-        mids_x.append((x0 + x1) / 2)
-        mids_y.append((y0 + y1) / 2)
+        middle = points[len(points) // 2 - 1 : len(points) // 2 + 1]
+        mids_x.append(sum(p[0] for p in middle) / len(middle))
+        mids_y.append(sum(p[1] for p in middle) / len(middle))
         hop_text.append(_hop_hover(hop))
     fig.add_trace(
-        go.Scatter(
+        scatter(
             x=mids_x,
             y=mids_y,
             mode="markers",
@@ -232,36 +396,50 @@ def graph_figure(
         )
     )
 
-    # The alerting service: a ring behind its node, so the belief colour stays readable.
+
+def _draw_nodes(
+    fig: Figure,
+    names: Sequence[str],
+    positions: Mapping[str, tuple[float, float]],
+    beliefs: Mapping[str, str],
+    path: Sequence[Hop],
+    symptom: str,
+    root_cause: str,
+    candidates: Sequence[Mapping[str, Any]],
+    collapsed: int,
+) -> None:
+    """The alerting ring, then one node trace per belief (the legend explains the colours)."""
     if symptom in positions:
         fig.add_trace(
-            go.Scatter(
+            scatter(
                 x=[positions[symptom][0]],
                 y=[positions[symptom][1]],
                 mode="markers",
                 name="alerting service",
                 hoverinfo="skip",
                 legendrank=200,
-                marker={"symbol": "circle-open", "size": 44, "line": {"color": ALERT_COLOUR, "width": 3}},
+                marker={"symbol": "circle-open", "size": 40, "line": {"color": ALERT_COLOUR, "width": 3}},
             )
         )
-
-    # Nodes, one trace per belief so the legend explains the colours.
     scores = {str(c.get("entity")): c for c in candidates}
-    on_path = {h.cause for h in path} | {h.effect for h in path}
+    on_path = set(on_path_of(path))
+    folded = COLLAPSED.format(n=collapsed) if collapsed else None
     for rank, belief in enumerate(BELIEF_COLOURS):
-        members = [n for n in names if beliefs.get(n, "deferred") == belief and n in positions]
+        members = [
+            n for n in names if n != folded and beliefs.get(n, "deferred") == belief and n in positions
+        ]
         if not members:
             continue
         fig.add_trace(
-            go.Scatter(
+            scatter(
                 x=[positions[n][0] for n in members],
                 y=[positions[n][1] for n in members],
                 mode="markers+text",
                 name=BELIEF_LABELS[belief],
-                text=members,
-                textposition="middle right",
-                textfont={"size": 13, "color": "#1d232b"},
+                text=[short_label(n) for n in members],
+                customdata=members,
+                textposition="bottom center",
+                textfont={"size": LABEL_FONT_PX, "color": "#1d232b"},
                 hovertext=[
                     _node_hover(n, belief, scores.get(n), n == root_cause, n == symptom, n in on_path)
                     for n in members
@@ -269,56 +447,29 @@ def graph_figure(
                 hoverinfo="text",
                 legendrank=300 + rank,
                 marker={
-                    "size": [30 if n == root_cause else 24 for n in members],
+                    "size": [NODE_PX if n == root_cause else 24 for n in members],
                     "color": BELIEF_COLOURS[belief],
                     "line": {"color": "#fff", "width": 2},
                 },
             )
         )
-
-    xs_all = [p[0] for p in positions.values()] or [0.0]
-    ys_all = [p[1] for p in positions.values()] or [0.0]
-    fig.update_layout(
-        template="plotly_white",
-        annotations=annotations,
-        showlegend=True,
-        legend={"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom", "font": {"size": 12}},
-        hovermode="closest",
-        dragmode="pan",
-        height=max(420, 120 * (int(-min(ys_all)) + 1) + 160),
-        margin={"l": 20, "r": 20, "t": 60, "b": 20},
-        font={"family": FONT, "size": 13, "color": "#1d232b"},
-        xaxis={"visible": False, "range": [min(xs_all) - 0.8, max(xs_all) + 0.8]},
-        yaxis={"visible": False, "range": [min(ys_all) - 0.6, max(ys_all) + 0.45]},
-        hoverlabel={"align": "left", "font": {"family": FONT, "size": 13}},
-    )
-    return fig
-
-
-def _arrow(
-    tail: tuple[float, float], tip: tuple[float, float], colour: str, width: float, size: float = 1.0
-) -> dict[str, Any]:
-    """An arrow head annotation on the last part of tail -> tip, stopping short of the node marker."""
-    (x0, y0), (x1, y1) = tail, tip
-    # The annotation's own line covers only the last 35%: the trace beneath draws the whole segment.
-    ax, ay = x1 - (x1 - x0) * 0.35, y1 - (y1 - y0) * 0.35
-    return {
-        "x": x1,
-        "y": y1,
-        "ax": ax,
-        "ay": ay,
-        "xref": "x",
-        "yref": "y",
-        "axref": "x",
-        "ayref": "y",
-        "text": "",
-        "showarrow": True,
-        "arrowhead": 2,
-        "arrowsize": size,
-        "arrowwidth": width,
-        "arrowcolor": colour,
-        "standoff": 16,
-    }
+    if folded and folded in positions:
+        fig.add_trace(
+            scatter(
+                x=[positions[folded][0]],
+                y=[positions[folded][1]],
+                mode="markers+text",
+                name="other services (collapsed)",
+                text=[folded],
+                customdata=[folded],
+                textposition="bottom center",
+                textfont={"size": LABEL_FONT_PX, "color": "#495057"},
+                hovertext=[f"{collapsed} services not involved in the explanation: use “show all”"],
+                hoverinfo="text",
+                legendrank=400,
+                marker={"symbol": "square", "size": 24, "color": "#dee2e6", "line": {"color": "#868e96"}},
+            )
+        )
 
 
 def _hop_hover(hop: Hop) -> str:
@@ -356,6 +507,19 @@ SIGMA = "\u03c3"  # the Greek letter, spelled out for the linter
 SIGMA_TICKS = (-1000, -100, -10, -3, 0, 3, 10, 100, 1000)
 
 
+CHANGE_COLOUR = "#495057"
+LEGEND_PX = 230  # room on the right for the legend: a metric name and its instance at 12 px
+TIMELINE_SERIES = 8  # series drawn by default; more is a click away ("show more")
+
+
+@dataclass(frozen=True)
+class Change:
+    """A change or deploy the investigation found (a cited commit, a rollout): when, and what."""
+
+    at: float
+    label: str
+
+
 def symlog(value: float) -> float:
     """sign(v) * log10(1 + |v|): monotone, 0 at 0, compresses large deviations."""
     return math.copysign(math.log10(1.0 + abs(value)), value)
@@ -389,24 +553,28 @@ def timeline_figure(
     *,
     baselines: Mapping[tuple[str, str, str | None], Baseline] | None = None,
     detected_onset: float | None = None,
-) -> go.Figure:
+    changes: Sequence[Change] = (),
+) -> Figure:
     """One row per entity (in path order), one line per metric, as sigma from that metric's baseline.
 
     `baselines` maps (entity, metric, instance) to the metric's normal behaviour (from the source's
     baseline window); a metric without one is measured against its own points before `onset`, or
     the whole window when there are none. The alert's onset is a dashed vertical line; the onset the
-    evidence detected, when known and different, a dotted one. Hover shows the raw value and unit.
+    evidence detected, when known and different, a dotted one; every change or deploy in `changes` is a
+    grey line whose marker above the plot names it on hover. Hover shows the raw value and unit. The
+    legend sits to the right of the plot, outside it.
     """
     entities = [e for e in series if series[e]] or list(series)
     rows = max(1, len(entities))
-    fig = make_subplots(
-        rows=rows,
-        cols=1,
-        shared_xaxes=True,
-        vertical_spacing=min(0.06, 0.25 / rows),
-    )
+    fig = Figure()
+    # One date axis at the bottom, shared by every row; row r has the y axis "y" (r = 1) or "y<r>".
+    gap = min(0.06, 0.25 / rows)
+    height = (1.0 - gap * (rows - 1)) / rows
     colours: dict[str, str] = {}
+    shown: set[str] = set()
     for row, entity in enumerate(entities, start=1):
+        axis = "y" if row == 1 else f"y{row}"
+        top = 1.0 - (row - 1) * (height + gap)
         for s in series[entity]:
             if len(s) == 0:
                 continue
@@ -422,13 +590,16 @@ def timeline_figure(
             # Numbers stay numpy arrays: plotly encodes them as compact typed arrays, and the hover
             # template formats them in the browser (no per-point strings in the page).
             fig.add_trace(
-                go.Scatter(
+                scatter(
                     x=s.timestamps[finite] * 1000.0,  # ms since the epoch: plotly's native date value
                     y=(np.sign(sigma[finite]) * np.log10(1.0 + np.abs(sigma[finite]))).astype(np.float32),
                     customdata=np.column_stack((s.values[finite], sigma[finite])).astype(np.float32),
+                    xaxis="x",
+                    yaxis=axis,
                     mode="lines",
                     name=label,
                     legendgroup=s.name,
+                    showlegend=s.name not in shown,  # each metric once: its colour is the same in every row
                     line={"color": colour, "width": 1.8},
                     hovertemplate=(
                         f"{html.escape(entity)} · {html.escape(label)}: "
@@ -436,80 +607,92 @@ def timeline_figure(
                         f"(%{{customdata[1]:+.1f}}{SIGMA}; baseline {baseline.centre:.4g})"
                         "<br>%{x|%Y-%m-%d %H:%M:%S} UTC<extra></extra>"
                     ),
-                ),
-                row=row,
-                col=1,
+                )
             )
-        fig.update_yaxes(
+            shown.add(s.name)
+        fig.layout["yaxis" if row == 1 else f"yaxis{row}"] = {
+            "domain": [max(0.0, top - height), top],
+            "anchor": "x",
             # Bold through the font's weight attribute (a <b> tag would become a style attribute: CSP).
-            title={"text": html.escape(entity), "font": {"size": 13, "weight": "bold"}, "standoff": 6},
-            tickvals=[symlog(v) for v in SIGMA_TICKS],
-            ticktext=[f"{v:+d}{SIGMA}" if v else "0" for v in SIGMA_TICKS],
-            zeroline=True,
-            zerolinecolor="#adb5bd",
-            row=row,
-            col=1,
-        )
+            "title": {"text": html.escape(entity), "font": {"size": 13, "weight": "bold"}, "standoff": 6},
+            "tickvals": [symlog(v) for v in SIGMA_TICKS],
+            "ticktext": [f"{v:+d}{SIGMA}" if v else "0" for v in SIGMA_TICKS],
+            "zeroline": True,
+            "zerolinecolor": "#adb5bd",
+        }
         # The normal band (within 3 sigma of the baseline), shaded.
-        fig.add_hrect(
-            y0=symlog(-3),
-            y1=symlog(3),
-            fillcolor="#e9ecef",
-            opacity=0.6,
-            line_width=0,
-            layer="below",
-            row=row,
-            col=1,
+        fig.layout.setdefault("shapes", []).append(
+            {
+                "type": "rect",
+                "xref": "x domain",
+                "x0": 0,
+                "x1": 1,
+                "yref": axis,
+                "y0": symlog(-3),
+                "y1": symlog(3),
+                "fillcolor": "#e9ecef",
+                "opacity": 0.6,
+                "line": {"width": 0},
+                "layer": "below",
+            }
         )
-    _fix_legend_dupes(fig)
-    fig.add_vline(x=_iso(onset), line={"color": "#c92a2a", "width": 2, "dash": "dash"}, row="all", col=1)
-    fig.add_annotation(
-        x=_iso(onset),
-        y=1.0,
-        xref="x",
-        yref="paper",
-        yanchor="bottom",
-        text="alert onset",
-        showarrow=False,
-        font={"color": "#c92a2a", "size": 12},
-    )
+    _marker(fig, onset, "alert onset", {"color": "#c92a2a", "width": 2, "dash": "dash"})
     if detected_onset is not None and abs(detected_onset - onset) >= 1.0:
-        fig.add_vline(
-            x=_iso(detected_onset), line={"color": "#5f3dc4", "width": 2, "dash": "dot"}, row="all", col=1
-        )
-        fig.add_annotation(
-            x=_iso(detected_onset),
-            y=1.0,
-            xref="x",
-            yref="paper",
-            yanchor="bottom",
-            text="detected onset",
-            showarrow=False,
-            font={"color": "#5f3dc4", "size": 12},
-            xanchor="left",
-        )
-    fig.update_layout(
-        template="plotly_white",
+        line = {"color": "#5f3dc4", "width": 2, "dash": "dot"}
+        _marker(fig, detected_onset, "detected onset", line, xanchor="left")
+    for change in changes:
+        _marker(fig, change.at, "\u25bc change", {"color": CHANGE_COLOUR, "width": 1.5}, change.label)
+    fig.layout.update(
         height=150 * rows + 120,
-        margin={"l": 90, "r": 20, "t": 90, "b": 40},
+        margin={"l": 90, "r": LEGEND_PX, "t": 90, "b": 40},
         font={"family": FONT, "size": 12, "color": "#1d232b"},
         hovermode="closest",
         dragmode="zoom",
-        # Above the plot (in pixels converted to paper units), clear of the axis labels below it.
-        legend={"orientation": "h", "x": 0, "y": 1.0 + 30 / (150 * rows - 10), "yanchor": "bottom"},
+        # Outside the plot, on its right: the lines keep the whole width of the plot area.
+        legend={"orientation": "v", "x": 1.01, "xanchor": "left", "y": 1.0, "yanchor": "top"},
         hoverlabel={"align": "left", "font": {"family": FONT, "size": 12}},
+        xaxis={
+            "type": "date",
+            "anchor": f"y{rows}" if rows > 1 else "y",
+            "showspikes": True,
+            "spikemode": "across",
+            "spikethickness": 1,
+            "spikecolor": "#868e96",
+        },
     )
-    fig.update_xaxes(type="date", showspikes=True, spikemode="across", spikethickness=1, spikecolor="#868e96")
     return fig
 
 
-def _fix_legend_dupes(fig: go.Figure) -> None:
-    """Show each metric once in the legend (its colour is the same in every row)."""
-    seen: set[str] = set()
-    for trace in fig.data:
-        group = trace.legendgroup
-        trace.showlegend = group not in seen
-        seen.add(group)
+def _marker(
+    fig: Figure, at: float, text: str, line: dict[str, Any], hover: str = "", xanchor: str = "center"
+) -> None:
+    """A vertical line at `at` across every row, named above the plot (`hover`: more on hover)."""
+    fig.layout.setdefault("shapes", []).append(
+        {
+            "type": "line",
+            "xref": "x",
+            "x0": _iso(at),
+            "x1": _iso(at),
+            "yref": "paper",
+            "y0": 0,
+            "y1": 1,
+            "line": line,
+        }
+    )
+    annotation: dict[str, Any] = {
+        "x": _iso(at),
+        "y": 1.0,
+        "xref": "x",
+        "yref": "paper",
+        "yanchor": "bottom",
+        "xanchor": xanchor,
+        "text": text,
+        "showarrow": False,
+        "font": {"color": line["color"], "size": 12},
+    }
+    if hover:
+        annotation.update(hovertext=html.escape(hover), yshift=16, font={"color": line["color"], "size": 11})
+    fig.layout.setdefault("annotations", []).append(annotation)
 
 
 def _iso(ts: float) -> str:

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -215,9 +215,18 @@ def explorer(request: HttpRequest, pk: int) -> HttpResponse:
         .order_by("-created_at", "-pk")
         .first()
     )
+    flags = {name: request.GET.get(name, "") for name in ("all", "series")}
+    if flags["all"] not in ("", "0", "1") or flags["series"] not in ("", "top", "all"):
+        return HttpResponseBadRequest(
+            "Unknown explorer option: all takes 0 or 1, series takes top or all.", content_type="text/plain"
+        )
     context: dict[str, object] = {"incident": incident, "investigation": investigation}
     if investigation is not None:
-        context.update(explorer_page.explorer(incident, investigation))
+        context.update(
+            explorer_page.explorer(
+                incident, investigation, show_all=flags["all"] == "1", all_series=flags["series"] == "all"
+            )
+        )
     return render(request, "frontend/explorer.html", context)
 
 

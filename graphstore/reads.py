@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from neo4j import Driver, ManagedTransaction
+from neo4j import Driver, ManagedTransaction, Transaction
 from neo4j.graph import Node, Relationship
 
 from graphstore import session
@@ -30,8 +30,10 @@ RETURN i, collect(DISTINCT r1) AS first, collect(DISTINCT a) AS near,
        collect(DISTINCT r2) AS second, collect(DISTINCT b) AS far
 """
 
+# No labels on the ends (PROPAGATED_TO only joins services): with them ArcadeDB 26.10 expands from the
+# Service nodes instead of the relationship index, 46 ms instead of 6 ms with 10,000 hops on one edge.
 _PATH = """
-MATCH (a:Service)-[r:PROPAGATED_TO]->(b:Service)
+MATCH (a)-[r:PROPAGATED_TO]->(b)
 WHERE r.incident = $incident
 RETURN a, r, b
 ORDER BY r.seq
@@ -92,22 +94,143 @@ def propagation_path(
     its forward verification (`verified`, and the rules it did not pass)."""
 
     def work(tx: ManagedTransaction) -> list[dict[str, Any]]:
-        return [
-            {
-                "seq": hop["r"]["seq"],
-                "cause": hop["a"]["name"],
-                "cause_namespace": hop["a"]["namespace"],
-                "effect": hop["b"]["name"],
-                "effect_namespace": hop["b"]["namespace"],
-                "edge": bool(hop["r"].get("edge", False)),
-                "evidence": list(hop["r"].get("evidence") or []),
-                "verified": hop["r"].get("verified"),
-                "failed_rules": list(hop["r"].get("failed_rules") or []),
-            }
-            for hop in tx.run(_PATH, incident=incident_key(incident_id))
-        ]
+        return _hops(tx, incident_key(incident_id))
 
     return session.read(work, driver, database)
+
+
+def _hops(tx: ManagedTransaction | Transaction, key: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "seq": hop["r"]["seq"],
+            "cause": hop["a"]["name"],
+            "cause_namespace": hop["a"]["namespace"],
+            "effect": hop["b"]["name"],
+            "effect_namespace": hop["b"]["namespace"],
+            "edge": bool(hop["r"].get("edge", False)),
+            "evidence": list(hop["r"].get("evidence") or []),
+            "verified": hop["r"].get("verified"),
+            "failed_rules": list(hop["r"].get("failed_rules") or []),
+        }
+        for hop in tx.run(_PATH, incident=key)
+    ]
+
+
+# --- the explorer: one incident's explanation and the incidents related to it ------------------------
+
+_INCIDENT_ROOT = """
+MATCH (i:Incident {key: $incident})
+OPTIONAL MATCH (i)-[r:ROOT_CAUSED_BY]->(s:Service)
+RETURN i, r, s
+"""
+# The hypotheses by their indexed incident key, then their evidence through EVIDENCED_BY.
+_HYPOTHESES = """
+MATCH (h:Hypothesis) WHERE h.incident = $incident
+RETURN h
+ORDER BY h.rank, h.hypothesis
+"""
+_EVIDENCE = """
+MATCH (h:Hypothesis)-[r:EVIDENCED_BY]->(e:Evidence) WHERE h.incident = $incident
+RETURN h.key AS hypothesis, r, e
+ORDER BY e.seq
+"""
+# Related incidents: each traversal starts from named Service nodes (an indexed lookup) and reads at
+# most $limit relationships. ArcadeDB yields a node's most recently linked relationships first, so that
+# is each kind's latest, and the latest `limit` of their union are among them. Sorting every match
+# instead (10,000 incidents sharing a root cause) took 0.3 s for the root cause and 0.8 s for an edge
+# (measured on ArcadeDB 26.10, 2 CPUs).
+_ROOT_OF = """
+MATCH (:Incident {key: $incident})-[:ROOT_CAUSED_BY]->(s:Service)
+RETURN s.namespace AS namespace, s.name AS name
+"""
+_SAME_ROOT = """
+MATCH (s:Service {namespace: $namespace, name: $name})<-[:ROOT_CAUSED_BY]-(o:Incident)
+WHERE o.key <> $incident
+RETURN o.key AS key
+LIMIT $limit
+"""
+_SAME_EDGE = """
+MATCH (a:Service {namespace: $cause_namespace, name: $cause})-[o:PROPAGATED_TO]->
+      (b:Service {namespace: $effect_namespace, name: $effect})
+WHERE o.incident <> $incident
+RETURN o.incident AS key
+LIMIT $limit
+"""
+_INCIDENTS = """
+UNWIND $keys AS k
+MATCH (i:Incident {key: k})
+RETURN i
+"""
+
+
+def explanation(
+    incident_id: int, driver: Driver | None = None, database: str | None = None
+) -> dict[str, Any] | None:
+    """What the explorer draws from the graph: the incident, its hypotheses each with its evidence
+    (EVIDENCED_BY, in the sink's order), its root cause (ROOT_CAUSED_BY) and its propagation hops with
+    their forward checks. None when the incident is not projected.
+
+    One read transaction without retries: raises `GraphUnavailable` at once when the server is down,
+    so a page can fall back to the relational record without waiting.
+    """
+    key = incident_key(incident_id)
+
+    def work(tx: Transaction) -> dict[str, Any] | None:
+        record = tx.run(_INCIDENT_ROOT, incident=key).single()
+        if record is None:
+            return None
+        hypotheses = {
+            row["h"]["key"]: {**dict(row["h"]), "evidence": []} for row in tx.run(_HYPOTHESES, incident=key)
+        }
+        for row in tx.run(_EVIDENCE, incident=key):
+            if row["hypothesis"] in hypotheses:
+                hypotheses[row["hypothesis"]]["evidence"].append({**dict(row["e"]), **dict(row["r"])})
+        root = None
+        if record["s"] is not None:
+            root = {**_service(record["s"]), **dict(record["r"])}
+        return {
+            "incident": dict(record["i"]),
+            "hypotheses": list(hypotheses.values()),
+            "root_cause": root,
+            "path": _hops(tx, key),
+        }
+
+    return session.read_now(work, driver, database)
+
+
+def related_incidents(
+    incident_id: int, limit: int = 20, driver: Driver | None = None, database: str | None = None
+) -> list[dict[str, Any]]:
+    """Incidents with the same root cause (ROOT_CAUSED_BY the same service) or the same failing edge
+    (a PROPAGATED_TO hop between the same two services), latest first (by incident number), at most
+    `limit`.
+
+    Each item is the Incident node's properties plus `reasons`: "same root cause <service>" and
+    "same failing edge <cause> → <effect>". Raises `GraphUnavailable` at once when the server is down.
+    """
+    key = incident_key(incident_id)
+
+    def work(tx: Transaction) -> list[dict[str, Any]]:
+        reasons: dict[str, list[str]] = {}
+        for root in tx.run(_ROOT_OF, incident=key):
+            for row in tx.run(_SAME_ROOT, incident=key, limit=limit, **dict(root)):
+                reasons.setdefault(row["key"], []).append(f"same root cause {root['name']}")
+        for hop in _hops(tx, key):
+            fields = {k: hop[k] for k in ("cause", "cause_namespace", "effect", "effect_namespace")}
+            for row in tx.run(_SAME_EDGE, incident=key, limit=limit, **fields):
+                reasons.setdefault(row["key"], []).append(
+                    f"same failing edge {hop['cause']} → {hop['effect']}"
+                )
+        latest = sorted(reasons, key=_number, reverse=True)[:limit]
+        found = {row["i"]["key"]: dict(row["i"]) for row in tx.run(_INCIDENTS, keys=latest)}
+        return [{**found[k], "reasons": reasons[k]} for k in latest if k in found]
+
+    return session.read_now(work, driver, database)
+
+
+def _number(key: str) -> int:
+    """The incident id in an Incident key ("incident:<id>"): ids grow as incidents are opened."""
+    return int(key.rpartition(":")[2])
 
 
 # --- a service -------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from neo4j import Driver, ManagedTransaction
+from neo4j import READ_ACCESS, Driver, ManagedTransaction, Transaction
 from neo4j.exceptions import ConstraintError, ServiceUnavailable, SessionExpired
 
 from graphstore.errors import GraphUnavailable
@@ -63,3 +63,22 @@ def write(work: Work[T], driver: Driver | None = None, database: str | None = No
 def read(work: Work[T], driver: Driver | None = None, database: str | None = None) -> T:
     """Run `work` in one managed read transaction."""
     return _run(work, driver, database, write=False)
+
+
+def read_now(
+    work: Callable[[Transaction], T], driver: Driver | None = None, database: str | None = None
+) -> T:
+    """Run `work` in one explicit read transaction, without the driver's retries.
+
+    For a page that has a fallback: a managed transaction retries a refused connection for
+    max_transaction_retry_time, which would hold the page that long; this gives up at once.
+    """
+    drv, db = target(driver, database)
+    try:
+        with (
+            drv.session(database=db, default_access_mode=READ_ACCESS) as session,
+            session.begin_transaction() as tx,
+        ):
+            return work(tx)
+    except (ServiceUnavailable, SessionExpired) as exc:
+        raise GraphUnavailable(f"graph server unavailable: {exc}") from exc

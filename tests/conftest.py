@@ -69,6 +69,18 @@ def graph_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     server.stop()
 
 
+@pytest.fixture
+def graph(graph_server: object):  # type: ignore[no-untyped-def]
+    """The app's driver on an empty graph that has the schema (graph tests and the explorer's pages)."""
+    from graphstore.driver import database, get_driver
+    from graphstore.schema import ensure_schema
+
+    driver = get_driver()
+    driver.execute_query("MATCH (n) DETACH DELETE n", database_=database())
+    ensure_schema(driver, database())
+    return driver
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _static_root() -> None:
     """WhiteNoise expects STATIC_ROOT to exist even when it serves from the finders."""

@@ -113,6 +113,24 @@ class Session:
         self.context.close()
 
 
+def signed_in(
+    sessions: list[Session], browser: Any, base: str, artifacts: Path, role: str, name: str
+) -> Session:
+    """A new user holding `role`, signed in in a browser session of its own (checked after the test)."""
+    from django.contrib.auth.models import User
+
+    from tests.integration.api import factories
+
+    factories.user(role, name=name)
+    account = User.objects.get(username=name)
+    account.set_password(PASSWORD)
+    account.save()
+    session = Session(browser, base, artifacts, name)
+    sessions.append(session)
+    session.login(name)
+    return session
+
+
 @pytest.fixture
 def sessions(browser: Any, live_server: Any, artifacts: Path) -> Iterator[list[Session]]:
     """Browser sessions opened by a test; afterwards every one must have stayed on the host."""

@@ -20,6 +20,12 @@
       scrollZoom: container.getAttribute("data-scroll-zoom") === "true",
     });
     window.Plotly.newPlot(container, figure.data, figure.layout, config).then(function () {
+      // A graph wider than the page scrolls sideways: start with its path in view.
+      var scroller = container.parentElement;
+      var focus = figure.layout.meta && figure.layout.meta.focus_px;
+      if (focus && scroller.classList.contains("figure-scroll")) {
+        scroller.scrollLeft = Math.max(0, focus - scroller.clientWidth / 2);
+      }
       container.setAttribute("data-rendered", "true");
     });
   }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -14,16 +15,51 @@ EDGES = [("front-end", "carts"), ("front-end", "orders"), ("orders", "payment"),
 
 def test_callers_sit_above_their_callees_and_the_layout_is_stable() -> None:
     nodes = ["front-end", "carts", "orders", "payment", "carts-db", "lonely"]
-    positions = figures.layered_positions(nodes, EDGES)
+    layout = figures.layered_layout(nodes, EDGES)
+    positions = layout.positions
     assert set(positions) == set(nodes)
     for caller, callee in EDGES:
-        assert positions[caller][1] > positions[callee][1]
-    assert figures.layered_positions(list(reversed(nodes)), list(reversed(EDGES))) == positions
+        assert positions[caller][1] < positions[callee][1]  # pixels: y grows downwards
+        route = layout.routes[(caller, callee)]
+        assert route[0] == positions[caller]
+        assert route[-1] == positions[callee]
+    assert figures.layered_layout(list(reversed(nodes)), list(reversed(EDGES))).positions == positions
+    assert min(x for x, _ in positions.values()) >= 0
+    assert max(x for x, _ in positions.values()) <= layout.width
 
 
-def test_cycles_share_a_layer() -> None:
-    positions = figures.layered_positions(["a", "b", "c"], [("a", "b"), ("b", "a"), ("b", "c")])
-    assert positions["a"][1] == positions["b"][1] > positions["c"][1]
+def test_labels_in_a_layer_get_slots_as_wide_as_they_are() -> None:
+    fan = [f"a-service-with-a-long-name-{i}" for i in range(12)]
+    layout = figures.layered_layout(["gateway", *fan], [("gateway", name) for name in fan])
+    xs = sorted(layout.positions[name][0] for name in fan)
+    widest = max(figures.label_width(name) for name in fan)
+    assert min(b - a for a, b in itertools.pairwise(xs)) >= widest + figures.LABEL_GAP_PX - 1e-6
+
+
+def test_a_call_cycle_is_laid_out_too() -> None:
+    layout = figures.layered_layout(["a", "b", "c"], [("a", "b"), ("b", "a"), ("b", "c")])
+    ys = {name: y for name, (_, y) in layout.positions.items()}
+    assert ys["a"] < ys["b"] < ys["c"]
+
+
+def test_long_names_are_cut_in_the_middle() -> None:
+    assert figures.short_label("carts") == "carts"
+    short = figures.short_label("lambda_step_priceGreaterThan55_AWS::Lambda::Function")
+    assert len(short) == figures.LABEL_CHARS
+    assert short.startswith("lambda_ste")
+    assert short.endswith(":Function")
+
+
+def test_the_explanatory_subgraph_collapses_what_is_not_involved() -> None:
+    edges = [("gw", "a"), ("a", "b"), ("b", "c"), ("c", "d"), ("gw", "x"), ("x", "y")]
+    nodes, kept, collapsed = figures.explanatory_subgraph(
+        ["gw", "a", "b", "c", "d", "x", "y"], edges, ["b", "c"]
+    )
+    assert collapsed == 3  # gw, x and y are neither involved nor a neighbour of what is
+    assert nodes == ["a", "b", "c", "d", "+3 services"]
+    assert ("+3 services", "a") in kept
+    assert ("b", "c") in kept
+    assert figures.explanatory_subgraph(["a", "b"], [("a", "b")], ["a"]) == (["a", "b"], [("a", "b")], 0)
 
 
 def _figure(edge: bool = True) -> dict[str, Any]:
@@ -53,6 +89,10 @@ def test_the_path_is_highlighted_and_each_hop_carries_its_evidence() -> None:
     assert "<b>" not in hover  # bold tags become style attributes, which the CSP refuses
     assert by_name["origin (root cause)"]["marker"]["color"] == figures.BELIEF_COLOURS["origin"]
     assert by_name["healthy"]["text"] == ["orders"]
+    assert by_name["calls"]["marker"]["symbol"] == "arrow"  # heads as markers, beneath the path
+    assert [t["name"] for t in fig["data"]].index("calls") < [t["name"] for t in fig["data"]].index(
+        "propagation path"
+    )
     assert by_name["deferred (undecided)"]["text"] == ["carts-db", "payment"]
     assert fig["layout"]["dragmode"] == "pan"
 
@@ -106,13 +146,20 @@ def test_the_timeline_marks_the_onset_and_measures_against_the_baseline() -> Non
     baselines: dict[tuple[str, str, str | None], figures.Baseline] = {
         ("carts", "cpu", None): figures.Baseline(1.0, 0.5)
     }
-    fig = figures.to_json(figures.timeline_figure(series, 1300.0, baselines=baselines, detected_onset=1310.0))
+    deploy = figures.Change(1250.0, "deploy v2 on carts: raise the pool size")
+    fig = figures.to_json(
+        figures.timeline_figure(series, 1300.0, baselines=baselines, detected_onset=1310.0, changes=[deploy])
+    )
     assert len(fig["data"]) == 2
     shapes = fig["layout"]["shapes"]
-    onset_lines = [s for s in shapes if s.get("type") == "line"]
-    assert len(onset_lines) == 4  # alert onset and detected onset, one per row
+    lines = [s for s in shapes if s.get("type") == "line"]
+    assert len(lines) == 3  # alert onset, detected onset and the deploy, each across every row
+    assert {line["yref"] for line in lines} == {"paper"}
     texts = {a["text"] for a in fig["layout"]["annotations"]}
-    assert {"alert onset", "detected onset"} <= texts
+    assert {"alert onset", "detected onset", "\u25bc change"} <= texts
+    hovers = [a.get("hovertext") for a in fig["layout"]["annotations"]]
+    assert "deploy v2 on carts: raise the pool size" in hovers
+    assert fig["layout"]["legend"]["x"] > 1  # outside the plot area, on its right
     assert fig["layout"]["xaxis"]["type"] == "date"
     assert fig["layout"]["yaxis"]["title"]["text"] == "carts"
 
