@@ -212,6 +212,8 @@ def detail(incident: Incident) -> dict[str, Any]:
     }
     if investigation is None or investigation.status != Investigation.Status.SUCCEEDED:
         return context
+    from rca.incidents.approvals import tier_statement
+
     roots, hypotheses = hypothesis_tree(investigation)
     proposals = list(investigation.proposals.select_related("decided_by"))
     ceiling = proposals[0].max_allowed_tier if proposals else ""
@@ -227,6 +229,7 @@ def detail(incident: Incident) -> dict[str, Any]:
             "chain": stored["chain"],
             "path": stored["path"],
             "ladder": ladder(investigation, ceiling),
+            "statement": tier_statement(investigation),
             "proposals": proposals,
             "tier_labels": TIER_LABELS,
             "guidance": stored["guidance"],
@@ -436,7 +439,8 @@ def search_options() -> dict[str, list[str]]:
 
 def action_review(proposal: ActionProposal, user: Any) -> dict[str, Any]:
     """The proposal, its evidence, what the user may do with it, and its audit trail."""
-    from rca.incidents.approvals import Role, allowed_tier, has_role
+    from rca.actions.preview import preview, why_not_buildable
+    from rca.incidents.approvals import Role, allowed_tier, has_role, tier_statement
 
     investigation = proposal.investigation
     ceiling = allowed_tier(proposal)
@@ -444,10 +448,18 @@ def action_review(proposal: ActionProposal, user: Any) -> dict[str, Any]:
     undecided = proposal.status == ActionProposal.Status.PROPOSED
     is_approver = has_role(user, Role.APPROVER)
     is_responder = has_role(user, Role.RESPONDER)
+    # Why each tier the evidence allows cannot be built (checked without sending anything).
+    unbuildable = {
+        t: why_not_buildable(proposal, t) if undecided else None for t in ActionTier if ceiling.allows(t)
+    }
+    buildable = [t for t, why in unbuildable.items() if why is None]
+    default = buildable[-1] if buildable else ceiling
     if not undecided:
         approve_block = f"This action was already {proposal.status}."
     elif not is_approver:
         approve_block = "Only an approver may approve an action."
+    elif not buildable:
+        approve_block = f"Approval is disabled: this action cannot be built ({unbuildable[ceiling]})."
     else:
         approve_block = ""
     trail = AuditEvent.objects.filter(
@@ -464,12 +476,21 @@ def action_review(proposal: ActionProposal, user: Any) -> dict[str, Any]:
             {
                 "value": t.value,
                 "label": TIER_LABELS[t.value],
-                "allowed": ceiling.allows(t),
-                "default": t == ceiling,
+                "allowed": ceiling.allows(t) and unbuildable.get(t) is None,
+                "why_not": (
+                    "above what the evidence allows"
+                    if not ceiling.allows(t)
+                    else f"cannot be built: {unbuildable[t]}"
+                    if unbuildable.get(t)
+                    else ""
+                ),
+                "default": t == default,
             }
             for t in ActionTier
         ],
-        "can_approve": undecided and is_approver,
+        "statement": tier_statement(investigation),
+        "preview": preview(proposal, default) if undecided else None,
+        "can_approve": undecided and is_approver and bool(buildable),
         "approve_block": approve_block,
         "can_reject": undecided and is_responder,
         "reject_block": ""
