@@ -448,18 +448,27 @@ def action_review(proposal: ActionProposal, user: Any) -> dict[str, Any]:
     undecided = proposal.status == ActionProposal.Status.PROPOSED
     is_approver = has_role(user, Role.APPROVER)
     is_responder = has_role(user, Role.RESPONDER)
-    # Why each tier the evidence allows cannot be built (checked without sending anything).
+    # Why each tier the evidence allows cannot be built (checked without sending anything); notify
+    # always can. The preview is of the highest tier allowed: what it would send, or what it lacks.
     unbuildable = {
         t: why_not_buildable(proposal, t) if undecided else None for t in ActionTier if ceiling.allows(t)
     }
     buildable = [t for t, why in unbuildable.items() if why is None]
-    default = buildable[-1] if buildable else ceiling
+    would = preview(proposal, ceiling) if undecided else None
+    if would is not None and not would.buildable and ceiling in buildable:
+        # What the repository holds rules it out (a manifest with nothing to change, say).
+        unbuildable[ceiling] = would.reason
+        buildable.remove(ceiling)
+    selected = buildable[-1] if buildable else ActionTier.NOTIFY
     if not undecided:
         approve_block = f"This action was already {proposal.status}."
     elif not is_approver:
         approve_block = "Only an approver may approve an action."
-    elif not buildable:
-        approve_block = f"Approval is disabled: this action cannot be built ({unbuildable[ceiling]})."
+    elif unbuildable.get(ceiling):
+        approve_block = (
+            f"Approving as {TIER_LABELS[ceiling.value]} is disabled: it cannot be built "
+            f"({unbuildable[ceiling]})."
+        )
     else:
         approve_block = ""
     trail = AuditEvent.objects.filter(
@@ -484,13 +493,13 @@ def action_review(proposal: ActionProposal, user: Any) -> dict[str, Any]:
                     if unbuildable.get(t)
                     else ""
                 ),
-                "default": t == default,
+                "default": t == selected,
             }
             for t in ActionTier
         ],
         "statement": tier_statement(investigation),
-        "preview": preview(proposal, default) if undecided else None,
-        "can_approve": undecided and is_approver and bool(buildable),
+        "preview": would,
+        "can_approve": undecided and is_approver,
         "approve_block": approve_block,
         "can_reject": undecided and is_responder,
         "reject_block": ""

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
-
 import re
+from typing import Any
 
 from django import template
 from django.utils.html import conditional_escape, format_html
@@ -69,9 +68,7 @@ def diff_lines(patch: str) -> list[tuple[str, str]]:
 @register.simple_tag
 def term(name: str, shown: str = "") -> SafeString:
     """A safety-core term (`frontend.glossary`) with its one-line explanation on hover and focus."""
-    return format_html(
-        '<abbr class="term" title="{}" tabindex="0">{}</abbr>', GLOSSARY[name], shown or name
-    )
+    return format_html('<abbr class="term" title="{}" tabindex="0">{}</abbr>', GLOSSARY[name], shown or name)
 
 
 _TERMS = re.compile(r"\b(" + "|".join(map(re.escape, GLOSSARY)) + r")\b")
@@ -92,3 +89,9 @@ def audit_value(value: Any) -> str:
     if value is None or value == "":
         return "none"
     return str(value)
+
+
+@register.filter
+def without_scheme(url: str) -> str:
+    """`https://api.github.com/x` -> `api.github.com/x`: an address to read, not a link to follow."""
+    return str(url or "").split("://", 1)[-1]

@@ -19,10 +19,16 @@ from rca.actions.errors import ActionError
 from rca.config import ActionsConfig
 from rca.core.actions import ActionTier
 from rca.incidents.models import ActionProposal
+from rca.integrations.email.config import RECIPIENTS_ENV
 from rca.integrations.github.config import REPOSITORY_ENV, TOKEN_ENV
-from rca.integrations.http import IntegrationError
+from rca.integrations.github.repository import RepositoryError
+from rca.integrations.http import HTTPFailure, IntegrationError
 from rca.integrations.journal import Journal, ReadsWithheld
+from rca.integrations.slack.config import WEBHOOK_ENV
 
+# A page view waits at most this long for each read from GitHub (one attempt, no retries): the same
+# deadline as a health check's (ROOTLINE_HEALTH_TIMEOUT_S default), so a slow GitHub cannot hang the page.
+PREVIEW_BUDGET_S = 2.0
 # The tiers that write to a repository, and so need one configured to be sent for real.
 _REPOSITORY_TIERS = (ActionTier.ISSUE, ActionTier.PATCH, ActionTier.PULL_REQUEST)
 
@@ -40,6 +46,7 @@ class Preview:
     patch: str = ""
     details: dict[str, Any] = field(default_factory=dict)
     requests: list[dict[str, Any]] = field(default_factory=list)
+    unavailable: str = ""  # why the repository could not be read just now (the preview is partial)
 
 
 def missing_settings(tier: ActionTier, config: ActionsConfig) -> tuple[str, ...]:
@@ -51,8 +58,7 @@ def missing_settings(tier: ActionTier, config: ActionsConfig) -> tuple[str, ...]
         missing.append(f"{TOKEN_ENV}: GitHub would refuse the writes without a token")
     if tier is ActionTier.NOTIFY and not config.channels:
         missing.append(
-            "ROOTLINE_SLACK_WEBHOOK_URL or ROOTLINE_NOTIFY_EMAIL: no notification channel, so it is recorded in "
-            "Rootline only"
+            f"{WEBHOOK_ENV} or {RECIPIENTS_ENV}: no notification channel, so it is recorded in Rootline only"
         )
     return tuple(missing)
 
@@ -60,7 +66,8 @@ def missing_settings(tier: ActionTier, config: ActionsConfig) -> tuple[str, ...]
 def preview(proposal: ActionProposal, tier: ActionTier | None = None) -> Preview:
     """What executing `proposal` at `tier` (default: its own) would send, built in dry run (reads
     from the repository are made: the diff is built from what it holds)."""
-    return _run(proposal, ActionTier(tier or proposal.tier), Journal(dry_run=True))
+    journal = Journal(dry_run=True, budget_s=PREVIEW_BUDGET_S)
+    return _run(proposal, ActionTier(tier or proposal.tier), journal)
 
 
 def why_not_buildable(proposal: ActionProposal, tier: ActionTier) -> str | None:
@@ -77,8 +84,20 @@ def _known(proposal: ActionProposal, tier: ActionTier, config: ActionsConfig) ->
     if tier is ActionTier.ISSUE:
         return {"title": proposal.title, "body": artifact_body(proposal, config)}
     if tier is ActionTier.PULL_REQUEST:
-        return {"branch": branch_for(proposal), "title": proposal.title, "body": artifact_body(proposal, config)}
+        return {
+            "branch": branch_for(proposal),
+            "title": proposal.title,
+            "body": artifact_body(proposal, config),
+        }
     return {}
+
+
+def _definitive(exc: Exception) -> bool:
+    """Whether a failure rules the action out (no patch, nothing configured, a 404), rather than
+    saying GitHub could not be asked just now (unreachable, 5xx, rate-limited)."""
+    if isinstance(exc, HTTPFailure):
+        return not exc.transient
+    return isinstance(exc, ActionError | RepositoryError)
 
 
 def _run(proposal: ActionProposal, chosen: ActionTier, journal: Journal) -> Preview:
@@ -97,7 +116,21 @@ def _run(proposal: ActionProposal, chosen: ActionTier, journal: Journal) -> Prev
         return Preview(chosen, config.dry_run, not reason, reason, missing, requests=journal.entries)
     except (ActionError, IntegrationError) as exc:
         known = _known(proposal, chosen, config)
-        return Preview(chosen, config.dry_run, False, str(exc), missing, details=known, requests=journal.entries)
+        if _definitive(exc):
+            return Preview(
+                chosen, config.dry_run, False, str(exc), missing, details=known, requests=journal.entries
+            )
+        # GitHub did not answer now: that decides nothing (the execution retries), so it is shown only.
+        return Preview(
+            chosen,
+            config.dry_run,
+            not reason,
+            reason,
+            missing,
+            details=known,
+            requests=journal.entries,
+            unavailable=str(exc),
+        )
     return Preview(
         chosen,
         config.dry_run,

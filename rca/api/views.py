@@ -435,7 +435,10 @@ def _refused(exc: ApprovalError) -> Response:
 
 _REFUSED = {
     403: OpenApiResponse(s.ErrorSerializer, description="Refused: the user lacks the role (audited)."),
-    409: OpenApiResponse(s.ErrorSerializer, description="Refused: wrong state, above the allowed tier, or the action cannot be built."),
+    409: OpenApiResponse(
+        s.ErrorSerializer,
+        description="Refused: wrong state, above the allowed tier, or the action cannot be built.",
+    ),
 }
 
 

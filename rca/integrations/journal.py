@@ -21,6 +21,9 @@ class Journal:
     dry_run: bool
     entries: list[dict[str, Any]] = field(default_factory=list)
     reads: bool = True
+    # A preview's time budget (seconds): each request gets one attempt within it, no retries; None:
+    # the client's own retry policy and timeout (an execution).
+    budget_s: float | None = None
 
     def before_read(self) -> None:
         """Raise ReadsWithheld when this journal withholds reads."""

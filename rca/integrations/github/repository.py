@@ -38,7 +38,7 @@ class GitHubRepo:
         """The configured repository (writes get the longer write budget); with none configured, every
         read and sent write says so."""
         url, token = (config.url, config.token) if config else (GitHubConfig.default_url, None)
-        client = writing_client(GitHubConfig.name, url, token, HEADERS)
+        client = writing_client(GitHubConfig.name, url, token, HEADERS, budget_s=journal.budget_s)
         return cls(config.repo if config else None, client, journal)
 
     def __enter__(self) -> GitHubRepo:

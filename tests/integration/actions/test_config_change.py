@@ -297,11 +297,9 @@ def test_a_pull_request_commits_the_configuration_change_on_its_branch(
 
 
 def test_an_entity_that_is_no_kubernetes_name_leads_to_no_path(configure: Any, approve: Approve) -> None:
-    proposal = approve("patch", uncited("cpu", root="../secrets"))
-    with respx.mock(base_url=API, assert_all_called=False):  # any request would fail the test
-        run(proposal)
-    assert proposal.patch == ""
-    assert proposal.execution["patch_note"] == (
-        "No patch: the conclusion cites no change to revert, and '../secrets' is not a Kubernetes object "
-        "name, so it names no manifest or workload."
+    with respx.mock(base_url=API, assert_all_called=False), pytest.raises(ApprovalError) as refused:
+        approve("patch", uncited("cpu", root="../secrets"))  # any request would fail the test
+    assert refused.value.message == (
+        "a patch cannot be built: the conclusion cites no change to revert, and '../secrets' is not a "
+        "Kubernetes object name, so it names no manifest or workload"
     )

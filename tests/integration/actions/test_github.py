@@ -256,13 +256,14 @@ def test_without_a_citation_the_patch_cannot_be_approved_and_the_reason_says_why
     assert refused.value.message.startswith("a patch cannot be built: the conclusion cites no change")
 
 
-def test_a_deploy_with_no_manifest_configured_gets_no_patch(configure: Any, approve: Approve) -> None:
+def test_a_deploy_with_no_manifest_configured_cannot_be_approved_as_a_patch(
+    configure: Any, approve: Approve
+) -> None:
     configure(manifest_path=None)
-    proposal = approve("patch")
-    with respx.mock(base_url=API, assert_all_called=False):
-        run(proposal)
-    assert proposal.patch == ""
-    assert "ROOTLINE_ACTIONS_MANIFEST_PATH" in proposal.execution["patch_note"]
+    with respx.mock(base_url=API, assert_all_called=False), pytest.raises(ApprovalError) as refused:
+        approve("patch")
+    assert refused.value.code == ApprovalError.NOT_BUILDABLE
+    assert "ROOTLINE_ACTIONS_MANIFEST_PATH" in refused.value.message
 
 
 def test_a_pull_request_citation_gets_the_revert_of_its_merge_commit(

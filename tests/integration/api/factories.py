@@ -180,3 +180,15 @@ def proposal(of: Investigation | None = None, **fields: Any) -> ActionProposal:
     }
     values.update(fields)
     return ActionProposal.objects.create(**values)
+
+
+def configure_repository(settings: Any) -> None:
+    """A GitHub repository in the actions settings (dry run), so a patch or pull request can be built
+    and approving one is about roles and state. Its address refuses connections at once (port 9,
+    discard, has no listener here), so a page's preview fails fast instead of reaching the internet."""
+    from dataclasses import replace
+
+    from rca.integrations.github.config import GitHubConfig
+
+    github = GitHubConfig(url="http://127.0.0.1:9", repo="acme/shop", token="test-token")
+    settings.ROOTLINE_ACTIONS = replace(settings.ROOTLINE_ACTIONS, dry_run=True, github=github)

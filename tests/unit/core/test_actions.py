@@ -161,7 +161,8 @@ def test_one_statement_names_the_ceiling_when_it_holds_the_tier():
 
 
 def test_statement_below_every_threshold_and_at_the_top():
-    assert state_tier(0.2, PR).text == "Tier notify: capped confidence 0.20 is below the issue threshold 0.40."
+    below = "Tier notify: capped confidence 0.20 is below the issue threshold 0.40."
+    assert state_tier(0.2, PR).text == below
     assert state_tier(None, PR).tier is N
     assert state_tier(0.9, PR).text == (
         "Tier pull request: capped confidence 0.90 is at or above the pull request threshold 0.85."
