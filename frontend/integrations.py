@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 
 from django.conf import settings
 
+from rca.actions.preview import MANIFEST_ENV
 from rca.config import ActionsConfig
 from rca.core.actions import ActionTier
 from rca.integrations import registry
@@ -25,7 +26,6 @@ from rca.telemetry.model import Modality
 
 # A URL without a port is reached at its scheme's well-known port (RFC 7230 for http and https).
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-MANIFEST_ENV = "ROOTLINE_ACTIONS_MANIFEST_PATH"
 
 
 @dataclass(frozen=True)

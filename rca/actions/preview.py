@@ -29,6 +29,7 @@ from rca.integrations.slack.config import WEBHOOK_ENV
 # A page view waits at most this long for each read from GitHub (one attempt, no retries): the same
 # deadline as a health check's (ROOTLINE_HEALTH_TIMEOUT_S default), so a slow GitHub cannot hang the page.
 PREVIEW_BUDGET_S = 2.0
+MANIFEST_ENV = "ROOTLINE_ACTIONS_MANIFEST_PATH"
 # The tiers that write to a repository, and so need one configured to be sent for real.
 _REPOSITORY_TIERS = (ActionTier.ISSUE, ActionTier.PATCH, ActionTier.PULL_REQUEST)
 
@@ -56,6 +57,11 @@ def missing_settings(tier: ActionTier, config: ActionsConfig) -> tuple[str, ...]
         missing.append(f"{REPOSITORY_ENV} and {TOKEN_ENV}: no GitHub repository to read from or write to")
     elif tier in _REPOSITORY_TIERS and config.github is not None and not config.github.token:
         missing.append(f"{TOKEN_ENV}: GitHub would refuse the writes without a token")
+    if tier in (ActionTier.PATCH, ActionTier.PULL_REQUEST) and config.manifest_path is None:
+        missing.append(
+            f"{MANIFEST_ENV}: no manifest to roll a deploy back in, or to propose a configuration "
+            "change against"
+        )
     if tier is ActionTier.NOTIFY and not config.channels:
         missing.append(
             f"{WEBHOOK_ENV} or {RECIPIENTS_ENV}: no notification channel, so it is recorded in Rootline only"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -33,10 +34,19 @@ EXPLORED_SYSTEMS = ("petshop", "trainticket")
 
 
 def _examples() -> list[Incident]:
-    """The example incidents (`manage.py import_examples`), investigated here, synchronously."""
+    """The example incidents (`manage.py import_examples`), investigated here, synchronously; a tier
+    no example proposes is pictured on the most confident example, proposed at that lower tier."""
     call_command("import_examples", "--data", str(DATA), verbosity=0)
     for investigation in Investigation.objects.filter(status=Investigation.Status.QUEUED):
         run_investigation(investigation.pk)
+    best = Investigation.objects.filter(exit="confident").order_by("-capped_confidence").first()
+    proposed = set(ActionProposal.objects.values_list("tier", flat=True))
+    if best is not None:
+        for tier in ActionTier:
+            if tier.value not in proposed and ActionTier(best.tier).allows(tier):
+                factories.proposal(
+                    best, tier=tier.value, title=f"{best.root_cause_entity}: {tier.value} only"
+                )
     return list(Incident.objects.order_by("pk"))
 
 
@@ -59,12 +69,11 @@ def _pages(incidents: list[Incident]) -> list[tuple[str, str]]:
     for incident in incidents:
         latest = incident.investigations.order_by("-created_at", "-pk").first()
         kind = latest.exit if latest is not None and latest.exit else "pending"
-        pages.append((f"incident-{incident.pk}-{kind}", f"/incidents/{incident.pk}/"))
-        system = (incident.labels or {}).get("system", "") or incident.title.lower()
-        if any(name in system.lower() for name in EXPLORED_SYSTEMS) or not os.environ.get(
-            "ROOTLINE_SCREENSHOTS"
-        ):
-            pages.append((f"explorer-{incident.pk}", f"/incidents/{incident.pk}/explorer/"))
+        # The system the title opens with ("PetShop (AWS): ..."), as a file-name part.
+        system = re.sub(r"[^a-z0-9]+", "-", incident.title.split(":", 1)[0].lower()).strip("-")
+        pages.append((f"incident-{incident.pk}-{system}-{kind}", f"/incidents/{incident.pk}/"))
+        if any(name in system for name in EXPLORED_SYSTEMS) or not os.environ.get("ROOTLINE_SCREENSHOTS"):
+            pages.append((f"explorer-{incident.pk}-{system}", f"/incidents/{incident.pk}/explorer/"))
     seen: set[str] = set()
     for proposal in ActionProposal.objects.order_by("pk"):
         if proposal.tier not in seen:  # the action page in dry run, once per tier
