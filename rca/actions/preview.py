@@ -11,6 +11,7 @@ ends "done" without a patch.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -113,38 +114,20 @@ def _run(proposal: ActionProposal, chosen: ActionTier, journal: Journal) -> Prev
     missing = missing_settings(chosen, config)
     # Sent for real, a repository tier without a repository fails; in dry run it is shown as it would go.
     reason = ""
-    if not config.dry_run and chosen in _REPOSITORY_TIERS and missing:
-        reason = f"nothing can be sent without {missing[0].split(':')[0]}"
+    if not config.dry_run and chosen in _REPOSITORY_TIERS:
+        github = config.github
+        unset = REPOSITORY_ENV if github is None or not github.repo else "" if github.token else TOKEN_ENV
+        reason = f"nothing can be sent without {unset}" if unset else ""
+    built = partial(Preview, chosen, config.dry_run, not reason, reason, missing, requests=journal.entries)
     try:
         artifact = EXECUTORS[chosen](proposal, replace(config, dry_run=True), journal)
     except ReadsWithheld:
         # It got as far as asking the repository: what it holds decides, at execution.
-        return Preview(chosen, config.dry_run, not reason, reason, missing, requests=journal.entries)
+        return built()
     except (ActionError, IntegrationError) as exc:
         known = _known(proposal, chosen, config)
         if _definitive(exc):
-            return Preview(
-                chosen, config.dry_run, False, str(exc), missing, details=known, requests=journal.entries
-            )
+            return replace(built(details=known), buildable=False, reason=str(exc))
         # GitHub did not answer now: that decides nothing (the execution retries), so it is shown only.
-        return Preview(
-            chosen,
-            config.dry_run,
-            not reason,
-            reason,
-            missing,
-            details=known,
-            requests=journal.entries,
-            unavailable=str(exc),
-        )
-    return Preview(
-        chosen,
-        config.dry_run,
-        not reason,
-        reason,
-        missing,
-        kind=artifact.kind,
-        patch=artifact.patch,
-        details=artifact.details,
-        requests=journal.entries,
-    )
+        return built(details=known, unavailable=str(exc))
+    return built(kind=artifact.kind, patch=artifact.patch, details=artifact.details)

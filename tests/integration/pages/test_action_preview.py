@@ -13,6 +13,8 @@ import respx
 from django.test import Client
 
 from celery_app.tasks import execute_action
+from rca.actions.preview import why_not_buildable
+from rca.core.actions import ActionTier
 from rca.core.grounding import Grounding
 from rca.incidents.models import ActionProposal
 from rca.integrations.github.config import GitHubConfig
@@ -85,18 +87,21 @@ def test_an_issue_in_dry_run_is_approved_and_done_with_the_request_it_would_send
     assert "False" not in trail
 
 
-def test_with_a_repository_the_page_shows_the_would_be_diff_before_approval(
-    settings: Any, approver: Client
-) -> None:
+def _cited_patch(settings: Any) -> ActionProposal:
+    """A patch proposal citing commit abc123, with the repository configured (dry run)."""
     settings.ROOTLINE_ACTIONS = replace(
-        settings.ROOTLINE_ACTIONS,
-        dry_run=True,
-        github=GitHubConfig(repo=REPO, token="t"),
+        settings.ROOTLINE_ACTIONS, dry_run=True, github=GitHubConfig(repo=REPO, token="t")
     )
     inv = factories.investigation(grounding=Grounding.PARTIALLY_GROUNDED, raw_confidence=0.8)
     inv.evidence_chain = {**inv.evidence_chain, "citation": CITATION}
     inv.save(update_fields=["evidence_chain"])
-    proposal = factories.proposal(inv)
+    return factories.proposal(inv)
+
+
+def test_with_a_repository_the_page_shows_the_would_be_diff_before_approval(
+    settings: Any, approver: Client
+) -> None:
+    proposal = _cited_patch(settings)
     assert proposal.tier == "patch"
     fetched = recorded.commit(
         COMMIT, "Shrink the pool", [recorded.commit_file("db.yaml", "pool: 20\n", "pool: 2\n")]
@@ -112,15 +117,7 @@ def test_with_a_repository_the_page_shows_the_would_be_diff_before_approval(
 
 
 def test_a_patch_the_repository_rules_out_is_disabled_on_the_page(settings: Any, approver: Client) -> None:
-    settings.ROOTLINE_ACTIONS = replace(
-        settings.ROOTLINE_ACTIONS,
-        dry_run=True,
-        github=GitHubConfig(repo=REPO, token="t"),
-    )
-    inv = factories.investigation(grounding=Grounding.PARTIALLY_GROUNDED, raw_confidence=0.8)
-    inv.evidence_chain = {**inv.evidence_chain, "citation": CITATION}
-    inv.save(update_fields=["evidence_chain"])
-    proposal = factories.proposal(inv)
+    proposal = _cited_patch(settings)
     with respx.mock(base_url=API) as gh:
         gh.get(f"/repos/{REPO}/commits/abc123").mock(return_value=recorded.error(404, "Not Found"))
         page = approver.get(f"/actions/{proposal.pk}/")
@@ -129,3 +126,19 @@ def test_a_patch_the_repository_rules_out_is_disabled_on_the_page(settings: Any,
     assert tiers["patch"]["why_not"].startswith("cannot be built:")
     assert tiers["issue"]["default"]
     assert ActionProposal.objects.get(pk=proposal.pk).status == "proposed"
+
+
+def test_sent_for_real_a_repository_tier_needs_a_repository_and_a_token(settings: Any) -> None:
+    proposal = factories.proposal(
+        factories.investigation(grounding=Grounding.UNGROUNDED, raw_confidence=0.99)
+    )
+    assert proposal.tier == "issue"
+    settings.ROOTLINE_ACTIONS = replace(settings.ROOTLINE_ACTIONS, dry_run=False, github=None)
+    assert why_not_buildable(proposal, ActionTier.ISSUE) == "nothing can be sent without GITHUB_REPOSITORY"
+    assert why_not_buildable(proposal, ActionTier.NOTIFY) is None
+    settings.ROOTLINE_ACTIONS = replace(settings.ROOTLINE_ACTIONS, github=GitHubConfig(repo=REPO))
+    assert why_not_buildable(proposal, ActionTier.ISSUE) == "nothing can be sent without GITHUB_TOKEN"
+    settings.ROOTLINE_ACTIONS = replace(
+        settings.ROOTLINE_ACTIONS, github=GitHubConfig(repo=REPO, token="t"), manifest_path=None
+    )
+    assert why_not_buildable(proposal, ActionTier.ISSUE) is None  # the issue's reads are withheld
