@@ -138,10 +138,8 @@ def ensure_system_services(need_chromium: bool) -> None:
         wait_port("127.0.0.1", 6379, "Redis")
 
 
-def cmd_test(args: argparse.Namespace) -> int:
-    """Install everything, start PostgreSQL and Redis if needed, run the whole suite."""
-    ensure_venv("[dev]")
-    ensure_system_services(need_chromium=True)
+def test_env() -> dict[str, str]:
+    """The environment the test suite runs in (its own database, redis db and var folder)."""
     env = {
         **os.environ,
         "DATABASE_URL": os.environ.get("TEST_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test"),
@@ -158,6 +156,14 @@ def cmd_test(args: argparse.Namespace) -> int:
     env.pop("NEO4J_URI", None)  # tests start their own ArcadeDB over Bolt
     env.pop("QDRANT_URL", None)
     env.pop("ANTHROPIC_API_KEY", None)  # the paid API is replaced by recorded exchanges in tests
+    return env
+
+
+def cmd_test(args: argparse.Namespace) -> int:
+    """Install everything, start PostgreSQL and Redis if needed, run the whole suite."""
+    ensure_venv("[dev]")
+    ensure_system_services(need_chromium=True)
+    env = test_env()
     cov = ["--cov", "--cov-branch", "--cov-report=", "--cov-config=pyproject.toml"]
     code = subprocess.run(  # noqa: S603
         [str(PY), "-m", "pytest", *cov, *args.pytest_args], cwd=ROOT, env=env, check=False
@@ -176,6 +182,22 @@ def cmd_test(args: argparse.Namespace) -> int:
         env=env,
         check=False,
     )
+
+
+SCREENSHOTS = ROOT / "docs" / "screenshots"
+
+
+def cmd_screenshots(args: argparse.Namespace) -> int:
+    """Regenerate docs/screenshots/: import and investigate the example incidents, walk every page a
+    responder reviews in Chromium (tests/browser/test_accessibility.py, which also runs axe on each),
+    and save a full-page screenshot of each."""
+    ensure_venv("[dev]")
+    ensure_system_services(need_chromium=True)
+    env = {**test_env(), "ROOTLINE_SCREENSHOTS": str(SCREENSHOTS)}
+    for old in SCREENSHOTS.glob("*.png"):
+        old.unlink()
+    test = "tests/browser/test_accessibility.py"
+    return subprocess.run([str(PY), "-m", "pytest", "-q", test], cwd=ROOT, env=env, check=False).returncode  # noqa: S603
 
 
 def secret_file(name: str, nbytes: int = 32) -> str:
@@ -407,6 +429,8 @@ def main() -> int:
     test = sub.add_parser("test", help="run the whole test suite against real services")
     test.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra arguments for pytest")
     test.set_defaults(func=cmd_test)
+    shots = sub.add_parser("screenshots", help="regenerate docs/screenshots/ (and check them with axe)")
+    shots.set_defaults(func=cmd_screenshots)
     args = parser.parse_args()
     # dev.py itself parses on older Pythons, so it can say clearly what it needs.
     if sys.version_info < (3, 11):  # noqa: UP036

@@ -60,6 +60,8 @@ def detail(incident: Incident) -> dict[str, Any]:
     }
     if investigation is None or investigation.status != Investigation.Status.SUCCEEDED:
         return context
+    from rca.incidents.approvals import tier_statement
+
     roots, hypotheses = hypothesis_tree(investigation, events.by_hypothesis)
     proposals = list(investigation.proposals.select_related("decided_by"))
     ceiling = proposals[0].max_allowed_tier if proposals else ""
@@ -78,6 +80,7 @@ def detail(incident: Incident) -> dict[str, Any]:
             "calibrated": stored["outcome"].get("calibrated_probability"),
             "path": stored["path"],
             "ladder": ladder(investigation, ceiling),
+            "statement": tier_statement(investigation),
             "proposals": proposals,
             "tier_labels": TIER_LABELS,
             "guidance": stored["guidance"],

@@ -49,7 +49,7 @@ def similar_incidents(incident: Incident, investigation: Investigation) -> tuple
         log.warning("similar incidents: %s", exc)
         return [], "Incident memory is unavailable right now, so similar past incidents can't be shown."
     results = _past(hits)
-    return results, "" if results else "No similar past incident is in memory yet."
+    return results, "" if results else "No similar incidents."
 
 
 def _past(hits: Sequence[Any]) -> list[PastIncident]:

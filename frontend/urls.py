@@ -10,6 +10,7 @@ app_name = "frontend"
 urlpatterns = [
     path("", views.home, name="home"),
     path("status/", views.status, name="status"),
+    path("integrations/", views.integrations_page, name="integrations"),
     path("incidents/", views.incident_list, name="incidents"),
     path("incidents/<int:pk>/", views.incident_detail, name="incident"),
     path("incidents/<int:pk>/rerun/", views.incident_rerun, name="incident-rerun"),

@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from frontend import action_page, explorer_page, incident_page, lists, past_incidents
+from frontend import action_page, explorer_page, incident_page, integrations, lists, past_incidents
 from frontend.access import viewer_required
 from frontend.forms import DecisionForm, IncidentFilterForm, SearchForm
 from frontend.labels import TIER_LABELS
@@ -33,6 +33,7 @@ REFUSAL_STATUS = {
     ApprovalError.ABOVE_ALLOWED_TIER: 403,
     ApprovalError.ALREADY_DECIDED: 409,
     ApprovalError.SUPERSEDED: 409,
+    ApprovalError.NOT_BUILDABLE: 409,
     ApprovalError.REASON_REQUIRED: 400,
 }
 
@@ -49,6 +50,18 @@ def home(request: HttpRequest) -> HttpResponse:
 def status(request: HttpRequest) -> HttpResponse:
     """The state of Rootline's dependencies (database, broker, graph, vector store)."""
     return render(request, "frontend/status.html", {"checks": run_checks()})
+
+
+@viewer_required
+@require_GET
+def integrations_page(request: HttpRequest) -> HttpResponse:
+    """Each telemetry backend and action executor: configured or not, reachable or not, and the
+    variables that set it."""
+    return render(
+        request,
+        "frontend/integrations.html",
+        {"systems": integrations.systems(), "executors": integrations.executors()},
+    )
 
 
 @viewer_required

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from django import template
+from django.utils.html import conditional_escape, format_html
+from django.utils.safestring import SafeString, mark_safe
 
+from frontend.glossary import GLOSSARY
 from frontend.labels import TIER_LABELS
+from rca.core.actions import CONFIDENCE_DECIMALS, shown_confidence
 
 register = template.Library()
 
@@ -26,8 +31,9 @@ def words(value: Any) -> str:
 
 @register.filter
 def confidence(value: float | None) -> str:
-    """A confidence with two decimals, or an em dash when there is none."""
-    return "\u2014" if value is None else f"{float(value):.2f}"
+    """A confidence as the safety core decides on it (rca.core.actions.shown_confidence), or an em
+    dash when there is none."""
+    return "\u2014" if value is None else f"{shown_confidence(value):.{CONFIDENCE_DECIMALS}f}"
 
 
 @register.filter
@@ -57,3 +63,35 @@ def diff_lines(patch: str) -> list[tuple[str, str]]:
             kind = {"+": "add", "-": "del"}.get(line[:1], "ctx")
         out.append((kind, line))
     return out
+
+
+@register.simple_tag
+def term(name: str, shown: str = "") -> SafeString:
+    """A safety-core term (`frontend.glossary`) with its one-line explanation on hover and focus."""
+    return format_html('<abbr class="term" title="{}" tabindex="0">{}</abbr>', GLOSSARY[name], shown or name)
+
+
+_TERMS = re.compile(r"\b(" + "|".join(map(re.escape, GLOSSARY)) + r")\b")
+
+
+@register.filter
+def explain_terms(text: Any) -> SafeString:
+    """`text`, escaped, with each glossary term in it explained on hover (see `term`)."""
+    escaped = str(conditional_escape(str(text or "")))
+    return mark_safe(_TERMS.sub(lambda m: term(m.group(1)), escaped))  # noqa: S308  (escaped above)
+
+
+@register.filter
+def audit_value(value: Any) -> str:
+    """An audit detail value in words: yes / no for booleans, none for empty."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None or value == "":
+        return "none"
+    return str(value)
+
+
+@register.filter
+def without_scheme(url: str) -> str:
+    """`https://api.github.com/x` -> `api.github.com/x`: an address to read, not a link to follow."""
+    return str(url or "").split("://", 1)[-1]

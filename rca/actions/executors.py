@@ -26,7 +26,7 @@ from django.utils import timezone
 from rca.actions.config_change import ConfigChange, config_change_for
 from rca.actions.diffs import FileDiff, PatchError
 from rca.actions.errors import ActionError
-from rca.actions.revert import NoPatch, Revert, revert_for
+from rca.actions.revert import Revert, revert_for
 from rca.config import ActionsConfig
 from rca.core.actions import ActionTier
 from rca.incidents.models import ActionProposal, AuditEvent
@@ -362,21 +362,24 @@ def open_issue(proposal: ActionProposal, config: ActionsConfig, journal: Journal
 
 def propose_patch(proposal: ActionProposal, config: ActionsConfig, journal: Journal) -> Artifact:
     """The revert of the cited change (or, citing none, a configuration change against the manifest)
-    as a unified diff, attached to the action and never pushed; or no patch, with the reason."""
+    as a unified diff, attached to the action and never pushed. With no patch to propose it raises
+    NoPatch with the reason: a patch action never ends done without a patch."""
     with GitHubRepo.open(config.github, journal) as repo:
-        try:
-            change = _change(proposal, repo, config)
-        except NoPatch as exc:
-            return Artifact("patch", details={"patch_note": f"No patch: {exc}."})
+        change = _change(proposal, repo, config)
     return Artifact(
         "patch", patch=change.diff, details={"patch_note": change.note, **_change_details(change)}
     )
 
 
+def branch_for(proposal: ActionProposal) -> str:
+    """The branch a pull request of this action is opened from (found again by it on a retry)."""
+    return f"rootline/action-{proposal.pk}"
+
+
 def open_pull_request(proposal: ActionProposal, config: ActionsConfig, journal: Journal) -> Artifact:
     """A branch, a commit of the patch (the revert, or the configuration change) and a labelled pull
     request; never merged."""
-    branch = f"rootline/action-{proposal.pk}"
+    branch = branch_for(proposal)
     with GitHubRepo.open(config.github, journal) as repo:
         change = _change(proposal, repo, config)
         body = artifact_body(

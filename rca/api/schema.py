@@ -16,6 +16,11 @@ class IntakeTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-unty
     target_class = "rca.api.authentication.IntakeTokenAuthentication"
     name = ["intakeBearer", "intakeSignature"]
 
+    def get_security_requirement(self, auto_schema: Any) -> list[dict[str, list[str]]]:
+        """Either credential suffices (a list of requirements is OR in OpenAPI); both schemes are
+        defined by `get_security_definition`, registered with the same names."""
+        return [{name: []} for name in self.name]
+
     @override
     def get_security_definition(self, auto_schema: Any) -> list[dict[str, Any]]:
         return [

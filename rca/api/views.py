@@ -87,6 +87,15 @@ def _errors(*codes: int) -> dict[int, OpenApiResponse]:
     return {code: ERRORS[code] for code in codes}
 
 
+# A decision's or comment's body in a media type no parser reads, or one that fails to parse as it
+# says (DRF's parsers: JSON, form, multipart).
+UNREADABLE_BODY = {
+    415: OpenApiResponse(s.ErrorSerializer, description="The body is not JSON, form or multipart data.")
+}
+# A list's `?page=` past the last page, or not a positive number (DRF's page-number pagination).
+NO_SUCH_PAGE = {404: OpenApiResponse(s.ErrorSerializer, description="No such page.")}
+
+
 def _query(serializer_class: type[serializers.Serializer[Any]], request: Request) -> dict[str, Any]:
     """Validated query parameters (400 naming the parameter otherwise)."""
     serializer = serializer_class(data=request.query_params)
@@ -168,10 +177,6 @@ def _is_json(content_type: str) -> bool:
     """application/json, or a JSON-based type (`application/<x>+json`), with any parameters."""
     media = content_type.split(";", 1)[0].strip().lower()
     return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
-
-
-# Either credential suffices (a list of requirements is OR in OpenAPI).
-INTAKE_AUTH: list[dict[str, list[str]]] = [{"intakeBearer": []}, {"intakeSignature": []}]
 
 
 class _IntakeView(APIView):
@@ -280,7 +285,6 @@ class AlertmanagerWebhookView(_IntakeView):
     @extend_schema(
         request={"application/json": AlertmanagerPayloadSerializer},
         responses={202: s.IntakeResultSerializer, **_errors(400, 401, 413, 415, 429, 503)},
-        auth=INTAKE_AUTH,  # type: ignore[arg-type]  # security requirement objects: accepted, not in the stubs
         summary="Alertmanager webhook (payload version 4)",
     )
     def post(self, request: Request) -> Response:
@@ -300,7 +304,6 @@ class GenericWebhookView(_IntakeView):
     @extend_schema(
         request={"application/json": GenericAlertSerializer},
         responses={202: s.IntakeResultSerializer, **_errors(400, 401, 413, 415, 429, 503)},
-        auth=INTAKE_AUTH,  # type: ignore[arg-type]  # security requirement objects: accepted, not in the stubs
         summary="Generic JSON alert",
     )
     def post(self, request: Request) -> Response:
@@ -320,7 +323,7 @@ _WORKFLOW_REFUSED = {
 @extend_schema_view(
     list=extend_schema(
         parameters=[s.IncidentFilterSerializer],
-        responses={200: s.IncidentListSerializer(many=True), **_errors(400, 401, 403)},
+        responses={200: s.IncidentListSerializer(many=True), **_errors(400, 401, 403), **NO_SUCH_PAGE},
     ),
     retrieve=extend_schema(responses={200: s.IncidentDetailSerializer, **_errors(401, 403, 404)}),
 )
@@ -457,6 +460,7 @@ class IncidentViewSet(viewsets.ReadOnlyModelViewSet[Incident]):
         responses={
             201: s.CommentSerializer,
             **_errors(400, 401, 404),
+            **UNREADABLE_BODY,
             403: OpenApiResponse(
                 s.ErrorSerializer, description="Refused: only a responder or approver may comment (audited)."
             ),
@@ -502,7 +506,10 @@ def _refused(exc: ApprovalError) -> Response:
 
 _REFUSED = {
     403: OpenApiResponse(s.ErrorSerializer, description="Refused: the user lacks the role (audited)."),
-    409: OpenApiResponse(s.ErrorSerializer, description="Refused: wrong state or above the allowed tier."),
+    409: OpenApiResponse(
+        s.ErrorSerializer,
+        description="Refused: wrong state, above the allowed tier, or the action cannot be built.",
+    ),
 }
 
 
@@ -521,7 +528,7 @@ class InvestigationViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet[In
 
     @extend_schema(
         request=s.RerunRequestSerializer,
-        responses={202: s.RerunSerializer, **_errors(400, 401, 404), **_REFUSED},
+        responses={202: s.RerunSerializer, **_errors(400, 401, 404), **_REFUSED, **UNREADABLE_BODY},
     )
     @action(detail=True, methods=["post"])
     def rerun(self, request: Request, pk: str | None = None) -> Response:
@@ -547,7 +554,7 @@ class InvestigationViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet[In
 @extend_schema_view(
     list=extend_schema(
         parameters=[s.ActionFilterSerializer],
-        responses={200: s.ActionProposalSerializer(many=True), **_errors(400, 401, 403)},
+        responses={200: s.ActionProposalSerializer(many=True), **_errors(400, 401, 403), **NO_SUCH_PAGE},
     ),
     retrieve=extend_schema(responses={200: s.ActionDetailSerializer, **_errors(401, 403, 404)}),
 )
@@ -589,7 +596,7 @@ class ActionViewSet(
 
     @extend_schema(
         request=s.ApproveSerializer,
-        responses={200: s.ActionDetailSerializer, **_errors(400, 401, 404), **_REFUSED},
+        responses={200: s.ActionDetailSerializer, **_errors(400, 401, 404), **_REFUSED, **UNREADABLE_BODY},
     )
     @action(detail=True, methods=["post"])
     def approve(self, request: Request, pk: str | None = None) -> Response:
@@ -608,7 +615,7 @@ class ActionViewSet(
 
     @extend_schema(
         request=s.RejectSerializer,
-        responses={200: s.ActionDetailSerializer, **_errors(400, 401, 404), **_REFUSED},
+        responses={200: s.ActionDetailSerializer, **_errors(400, 401, 404), **_REFUSED, **UNREADABLE_BODY},
     )
     @action(detail=True, methods=["post"])
     def reject(self, request: Request, pk: str | None = None) -> Response:

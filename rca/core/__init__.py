@@ -4,7 +4,17 @@ Nothing in this package performs I/O, reads a clock or imports anything outside 
 library; time is always passed in.
 """
 
-from rca.core.actions import ActionTier, Outcome, OutcomeKind, map_outcome, max_allowed_tier, tier_for
+from rca.core.actions import (
+    ActionTier,
+    Outcome,
+    OutcomeKind,
+    TierStatement,
+    map_outcome,
+    max_allowed_tier,
+    shown_confidence,
+    state_tier,
+    tier_for,
+)
 from rca.core.evidence import Evidence, EvidenceSink, Source, Verdict
 from rca.core.gate import GateBudget, GateDecision, GateExit, GateState, control, evaluate
 from rca.core.grounding import (
@@ -46,6 +56,7 @@ __all__ = [
     "OutcomeKind",
     "Source",
     "Thresholds",
+    "TierStatement",
     "ToolOutput",
     "Verdict",
     "apply_cap",
@@ -62,5 +73,7 @@ __all__ = [
     "nearest_citation",
     "one_line",
     "redact",
+    "shown_confidence",
+    "state_tier",
     "tier_for",
 ]

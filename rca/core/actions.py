@@ -13,6 +13,9 @@ from rca.core.modes import Mode
 ISSUE_AT = 0.40
 PATCH_AT = 0.65
 PULL_REQUEST_AT = 0.85
+# Confidences are decided at the precision the pages and API show them (two decimals, the precision of
+# the thresholds above): a capped confidence shown as 0.65 is at the patch threshold, never below it.
+CONFIDENCE_DECIMALS = 2
 
 
 class ActionTier(StrEnum):
@@ -38,9 +41,15 @@ def lowest(*tiers: ActionTier) -> ActionTier:
     return min(tiers, key=lambda t: t.rank, default=ActionTier.NOTIFY)
 
 
+def shown_confidence(confidence: float | None) -> float:
+    """The confidence as it is shown and decided on: sanitized, rounded to CONFIDENCE_DECIMALS."""
+    return round(sanitize_confidence(confidence), CONFIDENCE_DECIMALS)
+
+
 def tier_for(confidence: float | None) -> ActionTier:
-    """The tier a confidence reaches; lower bounds are inclusive (0.40 is issue, 0.399 notify)."""
-    value = sanitize_confidence(confidence)
+    """The tier a confidence reaches, decided on the confidence as shown (`shown_confidence`); lower
+    bounds are inclusive: 0.40 is issue, 0.39 notify, and 0.6499 (shown 0.65) is patch."""
+    value = shown_confidence(confidence)
     if value >= PULL_REQUEST_AT:
         return ActionTier.PULL_REQUEST
     if value >= PATCH_AT:
@@ -111,3 +120,47 @@ def map_outcome(
     tier = tier_for(capped.governing)
     kind = OutcomeKind.LOW_CONFIDENCE if tier is ActionTier.NOTIFY else OutcomeKind.ROOT_CAUSE
     return Outcome(kind, tier, capped)
+
+
+THRESHOLDS: dict[ActionTier, float] = {
+    ActionTier.NOTIFY: 0.0,
+    ActionTier.ISSUE: ISSUE_AT,
+    ActionTier.PATCH: PATCH_AT,
+    ActionTier.PULL_REQUEST: PULL_REQUEST_AT,
+}
+
+
+def _words(tier: ActionTier) -> str:
+    return tier.value.replace("_", " ")
+
+
+@dataclass(frozen=True, slots=True)
+class TierStatement:
+    """The one statement of an incident's action tier: the tier, the confidence it was decided on, and
+    why in one sentence (the threshold reached, and the ceiling when that is what holds it)."""
+
+    tier: ActionTier
+    confidence: float
+    reached: ActionTier
+    ceiling: ActionTier
+    text: str
+
+
+def state_tier(confidence: float | None, ceiling: ActionTier) -> TierStatement:
+    """The tier an approver may approve up to: what the capped `confidence` reaches, held at `ceiling`
+    (what the exit and grounding allow); the sentence names the boundary it was decided at."""
+    value = shown_confidence(confidence)
+    reached = tier_for(value)
+    tier = lowest(reached, ceiling)
+    shown = f"{value:.{CONFIDENCE_DECIMALS}f}"
+    if reached is ActionTier.NOTIFY:
+        why = f"capped confidence {shown} is below the issue threshold {ISSUE_AT:.2f}"
+    else:
+        why = f"capped confidence {shown} is at or above the {_words(reached)} threshold"
+        why += f" {THRESHOLDS[reached]:.2f}"
+    if tier is not reached:
+        why += f", but the evidence allows at most {_words(ceiling)}"
+    elif reached not in (ActionTier.NOTIFY, ActionTier.PULL_REQUEST):
+        above = list(ActionTier)[reached.rank + 1]
+        why += f" and below the {_words(above)} threshold {THRESHOLDS[above]:.2f}"
+    return TierStatement(tier, value, reached, ceiling, f"Tier {_words(tier)}: {why}.")

@@ -83,7 +83,7 @@ def evaluate(
 
     1. something validated -> confident (even with the budget spent: evidence beats the budget);
     2. turns or wall clock spent -> no confident root cause;
-    3. the model wants to finish with nothing validated -> no confident root cause;
+    3. the policy asks to finish with nothing validated -> no confident root cause;
     4. otherwise keep investigating. A missing tree counts as zero validated.
     """
     validated, root_cause = _validated(tree)
@@ -113,7 +113,7 @@ def evaluate(
             0,
             None,
             3,
-            "the model wants to finish but no hypothesis is validated",
+            "the policy asked to finish but no hypothesis is validated",
         )
     return GateDecision(GateState.INVESTIGATING, GateExit.NONE, 0, None, 4, "keep investigating")
 

@@ -6,7 +6,8 @@ Used by the API and the pages alike, so every rule is enforced here, on the serv
   reject) < approver (approve); a superuser counts as an approver;
 * an action is approved only by an approver, only once (while it is still proposed), and only at or
   below `allowed_tier(proposal)`: the ceiling the evidence allows, which for an ungrounded conclusion
-  is never patch or pull request, whatever the request asks for;
+  is never patch or pull request, whatever the request asks for; and only when it can be built
+  (`rca.actions.preview`: a repository, a citation or remedy, a manifest where it needs one);
 * every decision, and every refused attempt at one, writes an AuditEvent;
 * approving queues the execution (`queue_execution`); nothing is executed here;
 * one live proposal per incident: a re-run supersedes the incident's undecided proposals, which can
@@ -26,7 +27,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.db import transaction
 from django.utils import timezone
 
-from rca.core.actions import ActionTier, lowest, max_allowed_tier, tier_for
+from rca.core.actions import ActionTier, TierStatement, lowest, max_allowed_tier, state_tier, tier_for
 from rca.core.gate import GateExit
 from rca.core.grounding import Grounding
 from rca.incidents import outbox
@@ -64,6 +65,7 @@ class ApprovalError(Exception):
     ALREADY_RUNNING = "already_running"
     NO_GUIDANCE = "no_guidance"
     SUPERSEDED = "superseded"
+    NOT_BUILDABLE = "not_buildable"
 
     def __init__(self, code: str, message: str, **detail: Any) -> None:
         self.code = code
@@ -99,7 +101,10 @@ def has_role(user: User | None, role: Role) -> bool:
 
 def _require(user: User, role: Role, doing: str) -> None:
     if not has_role(user, role):
-        raise ApprovalError(ApprovalError.FORBIDDEN, f"only a {role.value} (or higher) may {doing}")
+        article = "an" if role.value[:1] in "aeiou" else "a"
+        raise ApprovalError(
+            ApprovalError.FORBIDDEN, f"only {article} {role.value} (or higher) may {doing}"
+        )
 
 
 # --- the ceiling -------------------------------------------------------------------------------------
@@ -114,14 +119,25 @@ def allowed_tier(proposal: ActionProposal) -> ActionTier:
     written by a shadow-mode (ablation) run, still cannot be approved above what the evidence allows.
     """
     investigation = proposal.investigation
+    derived = evidence_ceiling(investigation)
+    if investigation.exit == GateExit.CONFIDENT:
+        derived = lowest(derived, tier_for(investigation.capped_confidence))
+    return lowest(ActionTier(proposal.tier), ActionTier(proposal.max_allowed_tier), derived)
+
+
+def evidence_ceiling(investigation: Investigation) -> ActionTier:
+    """What the investigation's exit and grounding allow at most, with the cap always governing."""
     exit_ = (
         GateExit.CONFIDENT if investigation.exit == GateExit.CONFIDENT else GateExit.NO_CONFIDENT_ROOT_CAUSE
     )
     grounding = Grounding(investigation.grounding) if investigation.grounding else Grounding.UNGROUNDED
-    derived = max_allowed_tier(exit_, grounding)
-    if exit_ is GateExit.CONFIDENT:
-        derived = lowest(derived, tier_for(investigation.capped_confidence))
-    return lowest(ActionTier(proposal.tier), ActionTier(proposal.max_allowed_tier), derived)
+    return max_allowed_tier(exit_, grounding)
+
+
+def tier_statement(investigation: Investigation) -> TierStatement:
+    """The investigation's one tier statement (rca.core.actions.state_tier): the tier its capped
+    confidence reaches, held at the evidence's ceiling, with the boundary it was decided at."""
+    return state_tier(investigation.capped_confidence, evidence_ceiling(investigation))
 
 
 # --- decisions ---------------------------------------------------------------------------------------
@@ -294,6 +310,17 @@ def _approve(proposal: ActionProposal, user: User, reason: str, tier: ActionTier
                 f"{_confidence(locked.investigation.capped_confidence)})",
                 requested_tier=chosen.value,
                 allowed_tier=ceiling.value,
+            )
+        # Only an action that can be built is approved: never one bound to fail for want of a
+        # repository, a citation or a manifest (rca.actions.preview; nothing is sent to check).
+        from rca.actions.preview import why_not_buildable
+
+        unbuildable = why_not_buildable(locked, chosen)
+        if unbuildable is not None:
+            raise ApprovalError(
+                ApprovalError.NOT_BUILDABLE,
+                f"a {chosen.value.replace('_', ' ')} cannot be built: {unbuildable}",
+                requested_tier=chosen.value,
             )
         proposed = locked.tier
         _decide(locked, user, ActionProposal.Status.APPROVED, text, tier=chosen)

@@ -349,14 +349,25 @@ WRITE_TIMEOUT = 20.0  # seconds per request
 
 
 def writing_client(
-    backend: str, base_url: str, token: str | None = None, headers: Mapping[str, str] | None = None
+    backend: str,
+    base_url: str,
+    token: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    *,
+    budget_s: float | None = None,
 ) -> HttpClient:
-    """A client for sending writes to `backend` (bearer `token`, WRITE_RETRY, WRITE_TIMEOUT)."""
+    """A client for sending writes to `backend` (bearer `token`, WRITE_RETRY, WRITE_TIMEOUT); with
+    `budget_s` (a preview), one attempt per request within that budget instead."""
+    retry, timeout = (
+        (WRITE_RETRY, WRITE_TIMEOUT)
+        if budget_s is None
+        else (RetryPolicy(max_attempts=1, max_total=budget_s), budget_s)
+    )
     return HttpClient(
         backend,
         base_url,
         credentials=Credentials(token=token),
-        retry=WRITE_RETRY,
-        timeout=WRITE_TIMEOUT,
+        retry=retry,
+        timeout=timeout,
         headers=headers,
     )

@@ -38,7 +38,7 @@ class GitHubRepo:
         """The configured repository (writes get the longer write budget); with none configured, every
         read and sent write says so."""
         url, token = (config.url, config.token) if config else (GitHubConfig.default_url, None)
-        client = writing_client(GitHubConfig.name, url, token, HEADERS)
+        client = writing_client(GitHubConfig.name, url, token, HEADERS, budget_s=journal.budget_s)
         return cls(config.repo if config else None, client, journal)
 
     def __enter__(self) -> GitHubRepo:
@@ -59,6 +59,7 @@ class GitHubRepo:
         """GET a JSON document of the repository (None for a status in `allow`, e.g. 404)."""
         if self.repo is None:
             raise RepositoryError(_NO_REPOSITORY)
+        self.journal.before_read()
         path = self._path(suffix)
         entry = self.journal.record("GET", self._url(path), sent=True)
         response = self.client.request("GET", path, params=params, allow=allow)
@@ -80,6 +81,7 @@ class GitHubRepo:
     def _pages(self, suffix: str, params: dict[str, str]) -> Iterator[dict[str, Any]]:
         if self.repo is None:
             return
+        self.journal.before_read()
         url: str | None = self._path(suffix)
         query: dict[str, str] | None = params
         for _ in range(MAX_PAGES):

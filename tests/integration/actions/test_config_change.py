@@ -18,6 +18,7 @@ import respx
 
 from celery_app.tasks import execute_action
 from rca.core.grounding import Grounding
+from rca.incidents.approvals import ApprovalError
 from rca.incidents.models import ActionProposal, Investigation
 from tests.integration.actions import recorded
 from tests.integration.actions.recorded import API, MANIFEST, MANIFEST_BLOB, MANIFEST_LIMITS, REPO
@@ -171,20 +172,17 @@ def test_a_cited_change_is_still_reverted_not_mitigated(configure: Any, approve:
         ),
     ],
 )
-def test_without_what_a_configuration_change_needs_there_is_no_patch_and_nothing_is_read(
+def test_without_what_a_configuration_change_needs_the_patch_cannot_be_approved_and_nothing_is_read(
     configure: Any, approve: Approve, kind: str, settings_change: dict[str, Any], reason: str
 ) -> None:
     configure(**settings_change)
-    proposal = approve("patch", uncited(kind))
-    with respx.mock(base_url=API, assert_all_called=False):  # any request would fail the test
-        run(proposal)
-    assert proposal.status == "done"
-    assert proposal.patch == ""
-    assert (
-        proposal.execution["patch_note"]
-        == f"No patch: the conclusion cites no change to revert, and {reason}."
+    with respx.mock(base_url=API, assert_all_called=False), pytest.raises(ApprovalError) as refused:
+        approve("patch", uncited(kind))  # any request would fail the test
+    assert refused.value.code == ApprovalError.NOT_BUILDABLE
+    assert refused.value.message == (
+        f"a patch cannot be built: the conclusion cites no change to revert, and {reason}"
     )
-    assert proposal.execution["requests"] == []
+    assert ActionProposal.objects.get().status == "proposed"
 
 
 def test_a_manifest_missing_from_the_repository_gets_no_patch(configure: Any, approve: Approve) -> None:
@@ -193,10 +191,10 @@ def test_a_manifest_missing_from_the_repository_gets_no_patch(configure: Any, ap
         routes = manifest_routes(gh, recorded.error(404, "Not Found"))
         run(proposal)
     assert routes["file"].call_count == 1  # a 404 is an answer, not retried
-    assert proposal.status == "done"
+    assert proposal.status == "failed"  # never done without a patch
     assert proposal.patch == ""
-    assert proposal.execution["patch_note"] == (
-        f"No patch: the conclusion cites no change to revert, and {MANIFEST} is not in {REPO} on main."
+    assert proposal.error == (
+        f"the conclusion cites no change to revert, and {MANIFEST} is not in {REPO} on main"
     )
     assert [r["status"] for r in proposal.execution["requests"]] == [200, 404]
 
@@ -236,10 +234,9 @@ def test_a_manifest_without_the_value_to_change_gets_no_patch_saying_what_is_mis
     with respx.mock(base_url=API, assert_all_called=False) as gh:
         manifest_routes(gh, httpx.Response(200, json=recorded.contents(MANIFEST, manifest)))
         run(proposal)
-    assert proposal.patch == ""
-    assert proposal.execution["patch_note"] == (
-        f"No patch: the conclusion cites no change to revert, and {MANIFEST} on main offers no change: "
-        f"{reason}."
+    assert (proposal.status, proposal.patch) == ("failed", "")
+    assert proposal.error == (
+        f"the conclusion cites no change to revert, and {MANIFEST} on main offers no change: {reason}"
     )
 
 
@@ -300,11 +297,9 @@ def test_a_pull_request_commits_the_configuration_change_on_its_branch(
 
 
 def test_an_entity_that_is_no_kubernetes_name_leads_to_no_path(configure: Any, approve: Approve) -> None:
-    proposal = approve("patch", uncited("cpu", root="../secrets"))
-    with respx.mock(base_url=API, assert_all_called=False):  # any request would fail the test
-        run(proposal)
-    assert proposal.patch == ""
-    assert proposal.execution["patch_note"] == (
-        "No patch: the conclusion cites no change to revert, and '../secrets' is not a Kubernetes object "
-        "name, so it names no manifest or workload."
+    with respx.mock(base_url=API, assert_all_called=False), pytest.raises(ApprovalError) as refused:
+        approve("patch", uncited("cpu", root="../secrets"))  # any request would fail the test
+    assert refused.value.message == (
+        "a patch cannot be built: the conclusion cites no change to revert, and '../secrets' is not a "
+        "Kubernetes object name, so it names no manifest or workload"
     )

@@ -20,6 +20,7 @@ from rest_framework.test import APIClient
 from celery_app.tasks import execute_action
 from rca.actions.executors import TransientActionError, execute
 from rca.core.grounding import Grounding
+from rca.incidents.approvals import ApprovalError
 from rca.incidents.models import ActionProposal
 from tests.integration.actions import recorded
 from tests.integration.actions.conftest import TOKEN, verbs
@@ -245,25 +246,24 @@ def test_a_deploy_citation_gets_the_rollback_of_its_manifest(configure: Any, app
     assert "Rolls back the deploy v2-fd6989b7c of adservice" in proposal.execution["patch_note"]
 
 
-def test_without_a_citation_there_is_no_patch_and_the_reason_says_why(
+def test_without_a_citation_the_patch_cannot_be_approved_and_the_reason_says_why(
     configure: Any, approve: Approve
 ) -> None:
     inv = factories.investigation(grounding=Grounding.PARTIALLY_GROUNDED, raw_confidence=0.8)
-    proposal = approve("patch", inv)
-    with respx.mock(base_url=API, assert_all_called=False):  # any request would fail the test
-        run(proposal)
-    assert proposal.status == "done"
-    assert proposal.patch == ""
-    assert proposal.execution["patch_note"].startswith("No patch: the conclusion cites no change")
+    with respx.mock(base_url=API, assert_all_called=False), pytest.raises(ApprovalError) as refused:
+        approve("patch", inv)  # any request would fail the test
+    assert refused.value.code == ApprovalError.NOT_BUILDABLE
+    assert refused.value.message.startswith("a patch cannot be built: the conclusion cites no change")
 
 
-def test_a_deploy_with_no_manifest_configured_gets_no_patch(configure: Any, approve: Approve) -> None:
+def test_a_deploy_with_no_manifest_configured_cannot_be_approved_as_a_patch(
+    configure: Any, approve: Approve
+) -> None:
     configure(manifest_path=None)
-    proposal = approve("patch")
-    with respx.mock(base_url=API, assert_all_called=False):
-        run(proposal)
-    assert proposal.patch == ""
-    assert "ROOTLINE_ACTIONS_MANIFEST_PATH" in proposal.execution["patch_note"]
+    with respx.mock(base_url=API, assert_all_called=False), pytest.raises(ApprovalError) as refused:
+        approve("patch")
+    assert refused.value.code == ApprovalError.NOT_BUILDABLE
+    assert "ROOTLINE_ACTIONS_MANIFEST_PATH" in refused.value.message
 
 
 def test_a_pull_request_citation_gets_the_revert_of_its_merge_commit(
@@ -299,9 +299,9 @@ def test_a_manifest_nothing_changed_before_the_deploy_gets_no_patch(configure: A
     with respx.mock(base_url=API, assert_all_called=False) as gh:
         gh.get(f"/repos/{REPO}/commits").mock(return_value=httpx.Response(200, json=[]))
         run(proposal)
-    assert proposal.patch == ""
-    assert proposal.execution["patch_note"] == (
-        f"No patch: no commit changed {MANIFEST} at or before the deploy v2-fd6989b7c (2023-09-22T15:57:41Z)."
+    assert (proposal.status, proposal.patch) == ("failed", "")  # never done without a patch
+    assert proposal.error == (
+        f"no commit changed {MANIFEST} at or before the deploy v2-fd6989b7c (2023-09-22T15:57:41Z)"
     )
 
 

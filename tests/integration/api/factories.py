@@ -198,3 +198,15 @@ def investigated_case(dataset: str, case_id: str) -> Incident:
     incident = Incident.objects.get(recorded_case__case_id=case_id)
     run_investigation(incident.investigations.get().pk)
     return incident
+
+
+def configure_repository(settings: Any) -> None:
+    """A GitHub repository in the actions settings (dry run), so a patch or pull request can be built
+    and approving one is about roles and state. Its address refuses connections at once (port 9,
+    discard, has no listener here), so a page's preview fails fast instead of reaching the internet."""
+    from dataclasses import replace
+
+    from rca.integrations.github.config import GitHubConfig
+
+    github = GitHubConfig(url="http://127.0.0.1:9", repo="acme/shop", token="test-token")
+    settings.ROOTLINE_ACTIONS = replace(settings.ROOTLINE_ACTIONS, dry_run=True, github=github)

@@ -20,6 +20,11 @@ from tests.integration.api import factories
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
 
+@pytest.fixture(autouse=True)
+def _repository(settings: Any) -> None:
+    factories.configure_repository(settings)
+
+
 def url(proposal: ActionProposal, verb: str = "") -> str:
     return f"/api/v1/actions/{proposal.pk}/" + (f"{verb}/" if verb else "")
 
@@ -72,10 +77,22 @@ def test_detail_shows_the_ceiling_and_audit_trail(
     body = viewer.get(url(partial)).json()
     assert (body["tier"], body["max_allowed_tier"], body["allowed_tier"]) == ("patch", "patch", "patch")
     assert body["audit"] == []
-    approver.post(url(partial, "approve"), {"reason": "evidence is clear"}, format="json")
+    # A cpu_saturation fault citing no change has no patch to build: refused (audited), so an issue.
+    refused = approver.post(url(partial, "approve"), {"reason": "evidence is clear"}, format="json")
+    assert (refused.status_code, refused.json()["code"]) == (409, "not_buildable")
+    approver.post(url(partial, "approve"), {"reason": "evidence is clear", "tier": "issue"}, format="json")
     audit = viewer.get(url(partial)).json()["audit"]
-    assert [e["verb"] for e in audit] == ["action.approved", "action.execution_queued"]
-    assert audit[0]["detail"]["reason"] == "evidence is clear"
+    assert [e["verb"] for e in audit] == [
+        "action.approval_refused",
+        "action.approved",
+        "action.execution_queued",
+    ]
+    assert audit[1]["detail"] == {
+        "reason": "evidence is clear",
+        "tier": "issue",
+        "proposed_tier": "patch",
+        "allowed_tier": "patch",
+    }
 
 
 def test_unknown_action_is_404(viewer: APIClient, approver: APIClient) -> None:

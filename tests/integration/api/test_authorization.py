@@ -20,6 +20,11 @@ from tests.integration.api.payloads import am_payload, body, generic_alert
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
+
+@pytest.fixture(autouse=True)
+def _repository(settings: Any) -> None:
+    factories.configure_repository(settings)
+
 CALLERS = ("anonymous", "norole", "viewer", "responder", "approver", "intake")
 READ = {"anonymous": 401, "norole": 403, "viewer": 200, "responder": 200, "approver": 200, "intake": 401}
 INTAKE = {"anonymous": 401, "norole": 401, "viewer": 401, "responder": 401, "approver": 401, "intake": 202}

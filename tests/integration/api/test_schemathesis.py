@@ -18,6 +18,7 @@ from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, settings
 from rest_framework.authtoken.models import Token
 from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import status_code_conformance
 
 from rca import health
 from rca.incidents.tokens import issue_token
@@ -26,7 +27,8 @@ from tests.integration.api import factories
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db, pytest.mark.slow]
 
-MAX_EXAMPLES = 30
+# Examples per operation: bounded so the whole run stays within seconds of CI time, not minutes.
+MAX_EXAMPLES = 10
 
 
 @pytest.fixture
@@ -84,4 +86,18 @@ def test_no_server_errors(case: Any, credentials: dict[str, str]) -> None:
     path: str = case.path
     kind = next((k for k in ("alertmanager", "generic") if path.endswith(f"/webhooks/{k}/")), "user")
     response = case.call(headers={"Authorization": credentials[kind]})
-    case.validate_response(response, checks=[not_a_server_error])
+    case.validate_response(response, checks=[not_a_server_error, status_code_conformance])
+
+
+def test_every_security_scheme_the_schema_references_is_defined() -> None:
+    generated = SchemaGenerator().get_schema(request=None, public=True)
+    defined = set(generated["components"]["securitySchemes"])
+    referenced = {
+        name
+        for operations in generated["paths"].values()
+        for operation in operations.values()
+        for requirement in operation.get("security", [])
+        for name in requirement
+    }
+    assert {"intakeBearer", "intakeSignature"} <= referenced
+    assert referenced <= defined, referenced - defined

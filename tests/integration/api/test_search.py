@@ -41,7 +41,9 @@ def test_search_finds_past_incidents_with_filters(viewer: APIClient) -> None:
     by_kind = viewer.get("/api/v1/search/", {"q": "timeouts", "fault_kind": "dns_failure"}).json()["results"]
     assert dns_incident.pk in [r["incident"] for r in by_kind]
     assert db_incident.pk not in [r["incident"] for r in by_kind]
-    by_tier = viewer.get("/api/v1/search/", {"q": "errors", "tier": "issue", "service": f"cart-{tag}"}).json()
+    by_tier = viewer.get(
+        "/api/v1/search/", {"q": "cart timeouts", "tier": "issue", "service": f"cart-{tag}"}
+    ).json()
     assert [r["incident"] for r in by_tier["results"]] == [dns_incident.pk]
     later = viewer.get("/api/v1/search/", {"q": "errors", "since": "2030-01-01T00:00:00Z"}).json()["results"]
     assert later == []
@@ -65,3 +67,12 @@ def test_memory_unavailable_is_503(viewer: APIClient, monkeypatch: pytest.Monkey
     response = viewer.get("/api/v1/search/", {"q": "anything"})
     assert response.status_code == 503
     assert "held by another process" in response.json()["detail"]
+
+
+def test_gibberish_finds_no_similar_incident(viewer: APIClient) -> None:
+    tag = uuid.uuid4().hex[:8]
+    incident = factories.incident(title=f"Checkout errors {tag}", symptom_entity=f"checkout-{tag}")
+    index.upsert(document_for(incident, factories.investigation(incident, root=f"payments-db-{tag}")))
+    assert viewer.get("/api/v1/search/", {"q": "qwxz vbnmlk ptrs"}).json()["results"] == []
+    found = viewer.get("/api/v1/search/", {"q": f"checkout errors {tag}"}).json()["results"]
+    assert incident.pk in [r["incident"] for r in found]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -13,6 +14,11 @@ from rca.incidents.models import ActionProposal, AuditEvent
 from tests.integration.api import factories
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
+
+
+@pytest.fixture(autouse=True)
+def _repository(settings: Any) -> None:
+    factories.configure_repository(settings)
 
 
 def _proposal(**investigation: object) -> ActionProposal:

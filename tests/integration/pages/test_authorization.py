@@ -8,6 +8,8 @@ changes nothing (its status is checked, and so is its effect).
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.test import Client
 
@@ -16,6 +18,12 @@ from rca.incidents.tokens import issue_token
 from tests.integration.api import factories
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
+
+
+@pytest.fixture(autouse=True)
+def _repository(settings: Any) -> None:
+    factories.configure_repository(settings)
+
 
 CALLERS = ("anonymous", "norole", "viewer", "responder", "approver", "intake")
 LOGIN = "login"  # a 302 to /login/?next=...
@@ -31,6 +39,7 @@ READ = {
 GETS: list[tuple[str, str, dict[str, int | str]]] = [
     ("home", "/", {**READ, "viewer": 302, "responder": 302, "approver": 302}),
     ("status", "/status/", READ),
+    ("integrations", "/integrations/", READ),
     ("incident list", "/incidents/", READ),
     ("incident detail", "/incidents/{incident}/", READ),
     ("progress", "/incidents/{incident}/progress.json", READ),
@@ -182,7 +191,15 @@ def test_a_role_is_needed_on_every_page_route() -> None:
     """Every route of the pages app is in the matrix above (a new page cannot skip it)."""
     from frontend.urls import urlpatterns
 
-    covered = {"home", "status", "incidents", "incident", "incident-rerun", "incident-comment"}
+    covered = {
+        "home",
+        "status",
+        "integrations",
+        "incidents",
+        "incident",
+        "incident-rerun",
+        "incident-comment",
+    }
     covered |= {"incident-progress"}
     covered |= {"explorer", "action", "search", "login", "logout", "actions"}
     covered |= {"incident-acknowledge", "incident-assign", "incident-resolve", "incident-reopen"}

@@ -106,7 +106,8 @@ def test_detail_shows_outcome_gate_tree_chain_and_ladder(viewer: Client, conclud
     page = viewer.get(f"/incidents/{investigation.incident_id}/")
     html = page.content.decode()
     assert "Confident: payments-db is the root cause (cpu_saturation), grounded" in html
-    assert "<dt>Clause</dt>" in html
+    assert '<dt><abbr class="term" title="Which of the gate&#x27;s four rules' in html
+    assert ">Clause</abbr></dt>" in html
     assert "a hypothesis is validated" in html
     roots = page.context["tree"]
     assert [n.hypothesis.key for n in roots] == ["h1"]

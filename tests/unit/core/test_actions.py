@@ -16,6 +16,8 @@ from rca.core.actions import (
     map_outcome,
     max_allowed_tier,
     names_root_cause,
+    shown_confidence,
+    state_tier,
     tier_for,
 )
 from rca.core.gate import GateExit
@@ -35,13 +37,16 @@ def test_thresholds():
     [
         (0.0, N),
         (0.39, N),
-        (0.399, N),
+        (0.3949, N),  # shown 0.39
+        (0.399, IS),  # shown 0.40: decided as shown
         (0.40, IS),
         (0.64, IS),
-        (0.649, IS),
+        (0.6449, IS),
+        (0.649, P),
         (0.65, P),
         (0.84, P),
-        (0.849, P),
+        (0.8449, P),
+        (0.849, PR),
         (0.85, PR),
         (1.0, PR),
         (math.nan, N),
@@ -132,3 +137,33 @@ def test_grounding_bounds_the_ladder_in_active_mode(confidence, exit):
 def test_map_outcome_is_total(confidence, grounding, mode, exit):
     outcome = map_outcome(exit, confidence, grounding, mode)
     assert max_allowed_tier(exit, grounding, mode).allows(outcome.tier)
+
+
+@pytest.mark.parametrize("value", [0.6499999, 0.65, 0.650001])
+def test_the_boundary_is_decided_on_the_confidence_as_shown(value):
+    assert f"{shown_confidence(value):.2f}" == "0.65"
+    assert tier_for(value) is P
+    statement = state_tier(value, PR)
+    assert statement.tier is P
+    assert statement.text == (
+        "Tier patch: capped confidence 0.65 is at or above the patch threshold 0.65 "
+        "and below the pull request threshold 0.85."
+    )
+
+
+def test_one_statement_names_the_ceiling_when_it_holds_the_tier():
+    statement = state_tier(0.70, IS)
+    assert (statement.tier, statement.reached, statement.ceiling) == (IS, P, IS)
+    assert statement.text == (
+        "Tier issue: capped confidence 0.70 is at or above the patch threshold 0.65, "
+        "but the evidence allows at most issue."
+    )
+
+
+def test_statement_below_every_threshold_and_at_the_top():
+    below = "Tier notify: capped confidence 0.20 is below the issue threshold 0.40."
+    assert state_tier(0.2, PR).text == below
+    assert state_tier(None, PR).tier is N
+    assert state_tier(0.9, PR).text == (
+        "Tier pull request: capped confidence 0.90 is at or above the pull request threshold 0.85."
+    )
