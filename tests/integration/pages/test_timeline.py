@@ -14,6 +14,7 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from frontend.timeline import ALERTS_SHOWN
+from rca.core.actions import ActionTier
 from rca.incidents import workflow
 from rca.incidents.approvals import approve
 from rca.incidents.comments import add_comment
@@ -46,7 +47,8 @@ def test_one_chronological_timeline_of_an_investigated_case(
     assert document.steps
     alan = factories.user("approver", name="alan")
     proposal = investigation.proposals.get()
-    approve(proposal, alan, "the evidence holds")
+    # Notify: always buildable (a patch needs a repository and a manifest, which this test has not).
+    approve(proposal, alan, "the evidence holds", tier=ActionTier.NOTIFY)
     add_comment(case, alan, "carts scaled up by hand")
     workflow.acknowledge(case, alan)
     workflow.assign(case, alan, "alan")
