@@ -65,7 +65,12 @@ def _made_up() -> list[Incident]:
 
 def _pages(incidents: list[Incident]) -> list[tuple[str, str]]:
     """(screenshot name, path) of every page to check."""
-    pages = [("incident-list", "/incidents/"), ("integrations", "/integrations/"), ("status", "/status/")]
+    pages = [
+        ("incident-list", "/incidents/"),
+        ("inbox", "/actions/"),
+        ("integrations", "/integrations/"),
+        ("status", "/status/"),
+    ]
     for incident in incidents:
         latest = incident.investigations.order_by("-created_at", "-pk").first()
         kind = latest.exit if latest is not None and latest.exit else "pending"
