@@ -113,7 +113,7 @@ class PrometheusConnector:
         *,
         entity_labels: Sequence[str] = DEFAULT_ENTITY_LABELS,
         max_points: int = 1000,
-        min_step: float = 15.0,
+        min_step: float | None = None,
         max_signals: int = 40,
         max_queries: int = MAX_QUERIES,
         scrape_interval: float = 15.0,
@@ -121,7 +121,7 @@ class PrometheusConnector:
         self.client = client
         self.entity_labels = tuple(entity_labels)
         self.max_points = max_points  # per series; Prometheus itself refuses more than 11,000
-        self.min_step = min_step
+        self.min_step = min_step  # None: the scrape interval (finer steps only repeat samples)
         # Bound on the signals of one entity: the conventions (at most 15) and the most relevant rest.
         self.max_signals = max_signals
         self.max_queries = max_queries
@@ -144,8 +144,10 @@ class PrometheusConnector:
         return status_data(self.client, self.client.get_json(path, params), what)
 
     def step_for(self, window: TimeWindow) -> float:
-        """Resolution for `window`: at most `max_points` points, never finer than `min_step`."""
-        return max(self.min_step, math.ceil(window.seconds / self.max_points))
+        """Resolution for `window`: at most `max_points` points, never finer than `min_step` (by default
+        the scrape interval, once measured)."""
+        floor = self.min_step if self.min_step is not None else self.scrape_interval
+        return max(floor, math.ceil(window.seconds / self.max_points))
 
     def rate_window(self, step: float) -> str:
         """The range of `rate()` at `step`: Grafana's `$__rate_interval`, max(step + scrape, 4 scrapes)."""
