@@ -6,8 +6,9 @@ Usage: .venv/bin/python bench/bench_parity.py [--data DIR] [--dataset NAME ...] 
        [--case ID ...] [--out FILE.csv]
 
 Cases run one at a time (their alerts would group into one incident otherwise): replay, start both servers
-on fixed ports, wait for the incident the webhook opens, investigate it in this process with the live
-settings pointing at this case's Prometheus (the worker's code path, `run_investigation`), delete the
+on free ports, wait for the incident the webhook opens, investigate it in this process with the live
+settings pointing at this case's Prometheus and, as the last topology source, a static topology file
+(the worker's code path, `run_investigation`), delete the
 incident, stop the servers. A case whose replayed rules do not fire within `ALERT_WAIT` counts as not
 alerted: parity is measured on the alerted cases. Prints per dataset: alerted cases, recorded vs live AC@1,
 AC@3 and confident precision, the cases confident live but not recorded, and the end-to-end time from the
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import signal
 import sys
@@ -33,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.stack import free_port, running_stack  # noqa: E402
-from rca.telemetry.cases import CaseRef, read_index  # noqa: E402
+from rca.telemetry.cases import CaseRef, load_case, read_index  # noqa: E402
 
 # `for: 1m` + a 15 s evaluation + Alertmanager's 10 s group_wait, with room for a loaded machine (as the
 # end-to-end test, tests/live/test_replay_alert.py).
@@ -84,7 +86,13 @@ def live_case(data: Path, ref: CaseRef, token: str, webhook: str, folder: Path) 
         if incident is None:
             return None
         investigation = incident.investigations.get()
-        with override_settings(ROOTLINE_LIVE_TELEMETRY={"prometheus": {"url": prom.url}}):
+        # What an operator without a traces backend or service-graph metrics gives: the system's call
+        # graph as ROOTLINE_TOPOLOGY_FILE (the dataset's architecture graph; used only as the last resort).
+        graph = load_case(data, ref).source.topology()
+        topology = folder / "topology.json"
+        topology.write_text(json.dumps({"edges": [[e.caller, e.callee] for e in graph.edges]}))
+        live = {"prometheus": {"url": prom.url}, "topology_file": str(topology)}
+        with override_settings(ROOTLINE_LIVE_TELEMETRY=live):
             run_investigation(investigation.pk)
         investigation = Investigation.objects.get(pk=investigation.pk)
         first = incident.alerts.order_by("received_at").first()
