@@ -3,7 +3,7 @@ Rootline's webhook (gunicorn, an Alertmanager intake token), investigated live (
 against the same case investigated from its recording.
 
 Usage: .venv/bin/python bench/bench_parity.py [--data DIR] [--dataset NAME ...] [--system NAME] [--limit N]
-       [--case ID ...] [--out FILE.csv]
+       [--case ID ...] [--out FILE.csv] [--recorded-without TOOL ...]
 
 Cases run one at a time (their alerts would group into one incident otherwise): replay, start both servers
 on free ports, wait for the incident the webhook opens, investigate it in this process with the live
@@ -155,6 +155,13 @@ def main() -> int:
     parser.add_argument("--case", action="append", default=[])
     parser.add_argument("--limit", type=int)
     parser.add_argument("--out", type=Path, help="write one row per case here (CSV)")
+    parser.add_argument(
+        "--recorded-without",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="leave this tool out of the recorded run (e.g. logs, for a system whose logs the replay lacks)",
+    )
     args = parser.parse_args()
     # Stopped with SIGTERM, the servers and the stack still stop (SystemExit runs the `finally`s).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -169,6 +176,9 @@ def main() -> int:
     with running_stack(database) as stack:
         from rca.evaluation.runner import evaluate_case
         from rca.investigation.engine import EngineConfig
+        from rca.tools.registry import ALL_TOOLS
+
+        recorded_config = EngineConfig(tools=frozenset(ALL_TOOLS) - set(args.recorded_without))
 
         print(stack.describe(), flush=True)
         for n, ref in enumerate(refs, 1):
@@ -179,7 +189,7 @@ def main() -> int:
                 skipped[key] = skipped.get(key, 0) + 1
                 print(f"[{n}/{len(refs)}] {ref.case_id}: no alert fired", flush=True)
                 continue
-            recorded = evaluate_case(args.data, ref, EngineConfig())
+            recorded = evaluate_case(args.data, ref, recorded_config)
             live_row = replace(recorded, top5=live["top5"], exit=live["exit"])
             rows.setdefault(key, []).append(
                 {"recorded": recorded, "live": live_row, "e2e": live["e2e_seconds"]}
