@@ -108,7 +108,7 @@ class Config:
     data_dir: Path | None
     celery_eager: bool
     task_visibility_s: int
-    live_telemetry: dict[str, dict[str, object]]
+    live_telemetry: dict[str, Any]  # backends by name, and `topology_file`
     actions: ActionsConfig
     smtp: SmtpConfig
     intake_rate: str = "1200/min"  # requests per intake token (rca.api.throttling)
@@ -131,6 +131,16 @@ _RATE_PERIODS = {
     for word in words
     for plural in ("", "s")[: 1 + (len(word) > 1)]
 }
+
+
+def _topology_file(env: Mapping[str, str]) -> dict[str, object]:
+    """`ROOTLINE_TOPOLOGY_FILE`: a static call graph, the live path's last source of topology."""
+    path = read.text(env, "ROOTLINE_TOPOLOGY_FILE")
+    if path is None:
+        return {}
+    if not Path(path).is_file():
+        raise ConfigError(f"ROOTLINE_TOPOLOGY_FILE={path!r} is not a file")
+    return {"topology_file": str(Path(path).resolve())}
 
 
 def _rate(env: Mapping[str, str], name: str, default: str) -> str:
@@ -382,7 +392,8 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         celery_eager=read.flag(env, "ROOTLINE_CELERY_EAGER", False),
         task_visibility_s=read.whole_number(env, "ROOTLINE_TASK_VISIBILITY_S", 900),
         live_telemetry={
-            s.name: integrations[s.name].settings() for s in registry.TELEMETRY if s.name in integrations
+            **{s.name: integrations[s.name].settings() for s in registry.TELEMETRY if s.name in integrations},
+            **_topology_file(env),
         },
         actions=actions_config(env, integrations),
         smtp=SmtpConfig.from_env(env),

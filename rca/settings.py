@@ -235,6 +235,11 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # A message whose worker died unacknowledged is redelivered after this long (Redis transport), so it
 # must exceed the longest task: an investigation is bounded at a few minutes.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CONFIG.task_visibility_s}
+# Every task is ended before that redelivery: the hard limit kills it a minute before the visibility
+# timeout, the soft one raises SoftTimeLimitExceeded a minute earlier still, so an investigation records
+# itself as failed (rca.incidents.investigations) instead of vanishing with its worker process.
+CELERY_TASK_TIME_LIMIT = max(CONFIG.task_visibility_s - 60, 120)
+CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 60
 CELERY_RESULT_EXPIRES = 24 * 3600
 # Most tasks are fire-and-forget (their outcome is in the database): storing no result means sending
 # one never touches the result backend, so intake does not wait on it when Redis is down. The tasks

@@ -20,6 +20,7 @@ MAX_STEPS = 3
 class FailureAnchor(StrEnum):
     """Where an investigation that could not conclude got stuck."""
 
+    NOTHING_EXAMINED = "nothing_examined"  # no telemetry answered: none configured, or all unreachable
     TOOL_FAILURES = "tool_failures"
     NO_ANOMALY = "no_anomaly"
     CONFLICTING_EVIDENCE = "conflicting_evidence"
@@ -38,7 +39,10 @@ class Operation(StrEnum):
 
 
 # Infrastructure conditions get no corrective guidance, only a conservative retry (PROBE's scope rule).
-_INFRASTRUCTURE = {FailureAnchor.TOOL_FAILURES: frozenset({Operation.RERUN})}
+_INFRASTRUCTURE = {
+    FailureAnchor.TOOL_FAILURES: frozenset({Operation.RERUN}),
+    FailureAnchor.NOTHING_EXAMINED: frozenset({Operation.RERUN, Operation.CONNECT_MODALITY}),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +55,7 @@ class Facts:
     budget_spent: bool
     missing_modalities: tuple[str, ...]
     policy_failed: bool = False  # the language-model policy hit its token or cost budget and failed closed
+    examined_nothing: bool = False  # no series was read and no tool call answered
 
 
 def anchor_for(facts: Facts) -> FailureAnchor:
@@ -58,6 +63,8 @@ def anchor_for(facts: Facts) -> FailureAnchor:
 
     A policy that failed closed stopped the run whatever the evidence showed: its budget is the anchor.
     """
+    if facts.examined_nothing:
+        return FailureAnchor.NOTHING_EXAMINED  # never "no anomaly": no telemetry was there to show one
     if facts.policy_failed:
         return FailureAnchor.BUDGET_SPENT
     if facts.failed_tool_calls:

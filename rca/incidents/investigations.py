@@ -27,6 +27,7 @@ from rca.core.gate import GateExit
 from rca.incidents.models import ActionProposal, Evidence, Hypothesis, Incident, Investigation
 from rca.incidents.outbox import claim, dispatch, keep_alive, still_mine
 from rca.incidents.services import record_audit
+from rca.integrations.prometheus.alerts import alert_target
 from rca.investigation.anthropic_policy import Spend, policy_factory
 from rca.investigation.document import document_of
 from rca.investigation.engine import EngineConfig, investigate
@@ -79,13 +80,18 @@ def telemetry_for(incident: Incident) -> tuple[TelemetrySource, Alert]:
         data_dir = Path(recorded["data_dir"])
         case = load_case(data_dir, find_case(data_dir, recorded["dataset"], recorded["case_id"]))
         return case.source, case.alert
-    source = LiveSource(LiveConfig.from_mapping(settings.ROOTLINE_LIVE_TELEMETRY))
+    config = LiveConfig.from_mapping(settings.ROOTLINE_LIVE_TELEMETRY)
+    source = LiveSource(config)
+    labels = {str(k): str(v) for k, v in (incident.labels or {}).items()}
+    first = incident.alerts.order_by("starts_at", "pk").first()
+    target = alert_target(labels, first.generator_url if first else "", config.service_labels())
     alert = Alert(
         name=incident.title,
-        entity=incident.symptom_entity,
+        entity=incident.symptom_entity or target.entity or "",
         fired_at=incident.onset.timestamp(),
         severity=incident.severity or "critical",
-        labels={str(k): str(v) for k, v in (incident.labels or {}).items()},
+        metric=target.metric,
+        labels=labels,
     )
     return source, alert
 
@@ -180,6 +186,7 @@ def _run(
         result,
         topology=topology,
         recall={"priors": recalled, "note": recall_note},
+        backends=source.backend_states() if isinstance(source, LiveSource) else None,
     )
 
 
@@ -210,6 +217,7 @@ def store_result(
     result: InvestigationResult,
     topology: DependencyGraph | None = None,
     recall: Mapping[str, Any] | None = None,
+    backends: Mapping[str, str] | None = None,
 ) -> None:
     """Write the result document (`rca.investigation.document`) into the investigation's row, with the
     fields, hypothesis and evidence rows and proposal taken from it, the dependency graph the engine saw
@@ -241,6 +249,7 @@ def store_result(
     investigation.tokens_out = result.tokens_out
     investigation.cost_usd = result.cost_usd
     investigation.topology = topology.to_dict() if topology is not None else {}
+    investigation.backends = dict(backends or {})
     investigation.guidance = doc["guidance"] or {}
     investigation.policy = result.policy
     investigation.policy_failure = result.policy_failure or ""

@@ -191,6 +191,9 @@ class Investigation(models.Model):
     error = models.TextField(blank=True)
     # The dependency graph the engine saw, so the explorer and the graph projection need no telemetry.
     topology = models.JSONField(default=dict, blank=True, help_text="entities and edges.")
+    backends = models.JSONField(
+        default=dict, blank=True, help_text="Each live telemetry backend's state when the run ended."
+    )
     recall = models.JSONField(
         default=dict, blank=True, help_text="Seeding priors recalled from past incidents (never evidence)."
     )

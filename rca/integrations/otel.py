@@ -150,11 +150,11 @@ def span_status(value: Any) -> SpanStatus:
 
 # Kubernetes' SafeEncodeString alphabet: pod-template-hash and generated-name suffixes use it
 # (no vowels, no 0/1/3), which is what makes stripping them safe for ordinary service names.
-_SAFE = "[bcdfghjklmnpqrstvwxz2456789]"
-_DEPLOYMENT_POD = re.compile(rf"^(?P<name>.+)-(?:{_SAFE}{{6,10}}|\d{{6,10}})-{_SAFE}{{5}}$")
-_REPLICASET = re.compile(rf"^(?P<name>.+)-(?:{_SAFE}{{6,10}}|\d{{6,10}})$")
+SAFE = "[bcdfghjklmnpqrstvwxz2456789]"
+_DEPLOYMENT_POD = re.compile(rf"^(?P<name>.+)-(?:{SAFE}{{6,10}}|\d{{6,10}})-{SAFE}{{5}}$")
+_REPLICASET = re.compile(rf"^(?P<name>.+)-(?:{SAFE}{{6,10}}|\d{{6,10}})$")
 _STATEFULSET_POD = re.compile(r"^(?P<name>.+)-\d+$")
-_GENERATED_POD = re.compile(rf"^(?P<name>.+)-{_SAFE}{{5}}$")  # daemonset / job / bare replicaset pods
+_GENERATED_POD = re.compile(rf"^(?P<name>.+)-{SAFE}{{5}}$")  # daemonset / job / bare replicaset pods
 
 
 def service_from_pod(pod: str) -> str:

@@ -23,6 +23,10 @@ class MetricsConnector(Protocol):
         """Series of `entity` in `window`: the named metrics, or (bounded) all it has."""
         ...
 
+    def service_graph(self, window: TimeWindow) -> list[tuple[str, str, float]]:
+        """Caller -> callee edges (with call counts) from service-graph metrics inside `window`."""
+        ...
+
 
 class LogsConnector(Protocol):
     """Log records of an entity (Loki)."""

@@ -222,6 +222,7 @@ class TopologyDoc(_Model):
 
     entities: list[EntityDoc] = []
     edges: list[EdgeDoc] = []
+    origin: str = ""  # where a live source took the edges from ("" for a recorded case's given graph)
 
 
 class FactsDoc(_Model):

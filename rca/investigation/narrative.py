@@ -6,6 +6,7 @@ pull request say exactly what the evidence says, nothing more.
 
 from __future__ import annotations
 
+from rca.core.guidance import FailureAnchor
 from rca.investigation.document import CandidateDoc, ResultDocument
 
 _GROUNDING_WORDS = {
@@ -23,6 +24,8 @@ def outcome_sentence(result: ResultDocument) -> str:
         citation = chain.citation
         cited = f" ({citation.kind} {citation.ref})" if citation else ""
         return f"Confident: {root.entity} is the root cause ({_kind(root)}), {grounding}{cited}."
+    if result.guidance is not None and result.guidance.anchor == FailureAnchor.NOTHING_EXAMINED:
+        return f"Nothing was examined: {result.guidance.detail.removeprefix('nothing was examined: ')}."
     undecided = sum(1 for h in result.hypotheses if h.state == "inconclusive")
     reason = result.stop_reason or result.gate.reason or "nothing was validated"
     return (

@@ -56,6 +56,9 @@ def guidance_for(
         budget_spent=state is GateState.BUDGET_EXHAUSTED,
         missing_modalities=missing,
         policy_failed=policy_failed,
+        # No series was read and no tool answered: no backend configured, every one failed, or no entity to
+        # examine (no topology). Saying "no anomaly" then would claim a look that never happened.
+        examined_nothing=not any(run.series.values()) and all(_failed(e) for _, e in records),
     )
     anchor = anchor_for(facts)
     symptom = run.symptom
@@ -115,6 +118,16 @@ def _proposals(
     undecided: Mapping[str, Evidence],
     missing: Sequence[str],
 ) -> list[NextStep]:
+    if anchor is FailureAnchor.NOTHING_EXAMINED:
+        return [
+            NextStep(
+                symptom,
+                Operation.CONNECT_MODALITY if not failures else Operation.RERUN,
+                verify=f"a telemetry backend answers with series of {symptom}",
+                stop_when="the backends answer and the run still examines nothing: check their labels",
+                grounds=failures[0][1].summary if failures else "no telemetry backend is configured",
+            )
+        ]
     if anchor is FailureAnchor.TOOL_FAILURES:
         return [
             NextStep(
@@ -184,6 +197,14 @@ def _proposals(
 
 def _detail(anchor: FailureAnchor, facts: Facts) -> str:
     return {
+        FailureAnchor.NOTHING_EXAMINED: (
+            "nothing was examined: no telemetry backend answered"
+            + (
+                f" ({facts.failed_tool_calls} tool call(s) failed)"
+                if facts.failed_tool_calls
+                else " (none configured)"
+            )
+        ),
         FailureAnchor.TOOL_FAILURES: f"{facts.failed_tool_calls} tool call(s) failed against their backend",
         FailureAnchor.NO_ANOMALY: "no entity deviated beyond its baseline knee",
         FailureAnchor.CONFLICTING_EVIDENCE: (

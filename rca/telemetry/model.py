@@ -146,6 +146,7 @@ class DependencyGraph:
 
     entities: tuple[Entity, ...]
     edges: tuple[Edge, ...]
+    origin: str = ""  # where the edges came from (a live source says which backend), "" when given
 
     def names(self) -> list[str]:
         """Entity names, in a stable order."""
@@ -163,11 +164,12 @@ class DependencyGraph:
         """Whether caller calls callee."""
         return any(e.caller == caller and e.callee == callee for e in self.edges)
 
-    def to_dict(self) -> dict[str, list[dict[str, Any]]]:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (stored with an investigation, so its graph can be redrawn and re-projected)."""
         return {
             "entities": [{"name": e.name, "namespace": e.namespace, "kind": e.kind} for e in self.entities],
             "edges": [{"caller": e.caller, "callee": e.callee, "weight": e.weight} for e in self.edges],
+            **({"origin": self.origin} if self.origin else {}),
         }
 
     @classmethod
@@ -182,6 +184,7 @@ class DependencyGraph:
                 Edge(str(e["caller"]), str(e["callee"]), float(e.get("weight", 1.0)))
                 for e in data.get("edges", ())
             ),
+            origin=str(data.get("origin") or ""),
         )
 
 

@@ -1,10 +1,10 @@
 """Live telemetry backends for fault tests, as one real HTTP server process.
 
 `python -m tests.integration.faults.telemetry_server PORT FAULT_START`: Prometheus paths
-(`/api/v1/...`) answer at once with one CPU series per service (flat, and for `carts` saturated from
-FAULT_START, epoch seconds); every other path (Loki's `/loki/...`) is a backend that hangs: the
-request is read and then answered only long after any client timeout. It prints "ready" once it
-listens and one line per request (so a test can count them).
+(`/api/v1/...`) answer at once (no owner references, metadata or instant results) with one CPU series
+per service (flat, and for `carts` saturated from FAULT_START, epoch seconds); every other path (Loki's
+`/loki/...`) is a backend that hangs: the request is read and then answered only long after any client
+timeout. It prints "ready" once it listens and one line per request (so a test can count them).
 """
 
 from __future__ import annotations
@@ -45,6 +45,10 @@ class Backends(BaseHTTPRequestHandler):
         data: Any
         if url.path.endswith("/values"):
             data = [METRIC]
+        elif url.path.endswith(("/series", "/metadata")):
+            data = [] if url.path.endswith("/series") else {}  # no owner references, no metadata
+        elif url.path.endswith("/query"):
+            data = {"resultType": "vector", "result": []}  # instant queries: the scrape probe finds none
         else:
             entity = re.search(r'service_name="([^"]+)"', query["query"][0])
             start, end, step = (float(query[k][0]) for k in ("start", "end", "step"))

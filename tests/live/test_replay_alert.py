@@ -50,24 +50,8 @@ def test_empty_servers_start_on_free_ports_and_stop(
 def test_a_replayed_case_alerts_through_alertmanager_and_opens_an_incident(
     live_server: Any, prometheus: StartPrometheus, alertmanager: StartAlertmanager, tmp_path: Path
 ) -> None:
-    assert DATA_DIR is not None
     started = time.monotonic()
-    ref = next(r for r in read_index(DATA_DIR) if r.case_id == CASE)
-    token = issue_token("replay test", IntakeSource.ALERTMANAGER)
-    am_port = free_port()
-    manifest = replay_case(
-        DATA_DIR,
-        ref,
-        tmp_path / "replay",
-        token=token.token,
-        webhook=live_server.url + WEBHOOK,
-        alertmanager=f"127.0.0.1:{am_port}",
-    )
-    paths = manifest["paths"]
-    am = alertmanager(Path(paths["alertmanager_config"]), port=am_port)
-    prom = prometheus(Path(paths["prometheus_config"]), Path(paths["tsdb"]), manifest["prometheus_flags"])
-
-    incident = wait_for_incident(started + ARRIVES_WITHIN, prom, am)
+    manifest, _, incident = replay_until_incident(CASE, live_server, prometheus, alertmanager, tmp_path)
 
     entry = manifest["entry_service"]
     assert incident.symptom_entity == entry
@@ -89,6 +73,34 @@ def test_a_replayed_case_alerts_through_alertmanager_and_opens_an_incident(
         # the replayed onset lies minutes before the alert, as on a live cluster
         assert manifest["timeline"]["onset"] < alert.starts_at.timestamp() - 60
     assert time.monotonic() - started < ARRIVES_WITHIN
+
+
+def replay_until_incident(
+    case: str,
+    live_server: Any,
+    prometheus: StartPrometheus,
+    alertmanager: StartAlertmanager,
+    tmp_path: Path,
+) -> tuple[dict[str, Any], Server, Incident]:
+    """Replay `case` with an Alertmanager intake token, start both servers, and wait for the incident the
+    webhook opens; the replay's manifest, its Prometheus and the incident."""
+    assert DATA_DIR is not None
+    started = time.monotonic()
+    ref = next(r for r in read_index(DATA_DIR) if r.case_id == case)
+    token = issue_token("replay test", IntakeSource.ALERTMANAGER)
+    am_port = free_port()
+    manifest = replay_case(
+        DATA_DIR,
+        ref,
+        tmp_path / "replay",
+        token=token.token,
+        webhook=live_server.url + WEBHOOK,
+        alertmanager=f"127.0.0.1:{am_port}",
+    )
+    paths = manifest["paths"]
+    am = alertmanager(Path(paths["alertmanager_config"]), port=am_port)
+    prom = prometheus(Path(paths["prometheus_config"]), Path(paths["tsdb"]), manifest["prometheus_flags"])
+    return manifest, prom, wait_for_incident(started + ARRIVES_WITHIN, prom, am)
 
 
 def wait_for_incident(deadline: float, prom: Server, am: Server) -> Incident:

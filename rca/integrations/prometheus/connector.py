@@ -4,16 +4,47 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from rca.integrations.http import HttpClient
-from rca.integrations.otel import entity_from_labels
-from rca.integrations.parsing import ShapeError, as_dict, as_list, as_number, as_str, quote, regex_literal
+from rca.integrations.otel import SAFE, entity_from_labels
+from rca.integrations.parsing import (
+    ShapeError,
+    as_dict,
+    as_list,
+    as_number,
+    as_str,
+    opt_str,
+    quote,
+    regex_literal,
+)
+from rca.integrations.prometheus.signals import (
+    SIGNAL_LABEL,
+    MetricType,
+    Signal,
+    derived,
+    metric_type,
+    render,
+    signals_for,
+)
 from rca.telemetry.model import MetricSeries, TimeWindow
 
-DEFAULT_ENTITY_LABELS: tuple[str, ...] = ("service_name", "service", "job")
+# The labels that name a service, in order: OpenTelemetry's `service.name` (and `job`, which its
+# Prometheus exporters set to `service.namespace/service.name`), then Kubernetes' recommended
+# `app.kubernetes.io/name` and the older `app` (as kube-state-metrics / the Prometheus operator write
+# pod labels); `ROOTLINE_SERVICE_LABELS` replaces them. Series that only name a pod or container reach
+# the service through the pod's workload.
+DEFAULT_ENTITY_LABELS: tuple[str, ...] = ("service_name", "service", "job", "app_kubernetes_io_name", "app")
+# Queries one investigation may send: discovery (1), owner references (2) and two windows of series (2)
+# for each of the at most ~25 entities an investigation examines (its turn budget), with 4x headroom for
+# the tools' own look-ups; a runaway loop is stopped well before it loads a real Prometheus.
+MAX_QUERIES = 500
+SERVICE_GRAPH = "traces_service_graph_request_total"  # the service graph connector's request counter
+# How far back the scrape interval is measured (seconds): four samples even at a 5-minute scrape.
+SCRAPE_PROBE = 1200.0
 
 # Unit suffixes of the Prometheus / OpenTelemetry naming conventions, checked after the
 # counter / histogram suffixes are stripped; units are UCUM as OTel writes them.
@@ -43,6 +74,13 @@ def unit_from_name(name: str) -> str:
     return "1" if name.endswith("_total") else ""
 
 
+def pod_name_pattern(workload: str) -> str:
+    """An RE2 pattern for the pods a workload's controller names: `<deployment>-<rs hash>-<5>`,
+    `<statefulset>-<ordinal>`, `<daemonset or job>-<5>` (Kubernetes' generated-name convention)."""
+    name = regex_literal(workload)
+    return f"{name}-{SAFE}{{6,10}}-{SAFE}{{5}}|{name}-[0-9]+|{name}-{SAFE}{{5}}"
+
+
 def status_data(client: HttpClient, body: Any, what: str) -> Any:
     """The `data` of a Prometheus-style envelope (`{"status": "success", "data": ...}`).
 
@@ -63,7 +101,11 @@ def status_data(client: HttpClient, body: Any, what: str) -> Any:
 
 
 class PrometheusConnector:
-    """Metric series from the Prometheus HTTP API."""
+    """Metric series from the Prometheus HTTP API, read by type and discovered by relevance.
+
+    One connector serves one investigation (`LiveSource` makes one per run), so its caches (metadata,
+    an entity's pods and signals) and its query budget are per investigation.
+    """
 
     def __init__(
         self,
@@ -71,29 +113,180 @@ class PrometheusConnector:
         *,
         entity_labels: Sequence[str] = DEFAULT_ENTITY_LABELS,
         max_points: int = 1000,
-        min_step: float = 15.0,
-        max_metrics: int = 50,
+        min_step: float | None = None,
+        max_signals: int = 40,
+        max_queries: int = MAX_QUERIES,
+        scrape_interval: float = 15.0,
     ) -> None:
         self.client = client
         self.entity_labels = tuple(entity_labels)
         self.max_points = max_points  # per series; Prometheus itself refuses more than 11,000
-        self.min_step = min_step
-        self.max_metrics = max_metrics  # bound on "all metrics of an entity"
+        self.min_step = min_step  # None: the scrape interval (finer steps only repeat samples)
+        # Bound on the signals of one entity: the conventions (at most 15) and the most relevant rest.
+        self.max_signals = max_signals
+        self.max_queries = max_queries
+        # Prometheus's (and the kube-prometheus stack's) default scrape interval, until one is measured.
+        self.scrape_interval = scrape_interval
+        self.queries = 0
+        self._metadata: dict[str, MetricType] | None = None
+        self._pods: dict[str, list[str]] = {}
+        self._signals: dict[tuple[str, float, float], list[Signal]] = {}
+        self._measured_scrape = False
+
+    # --- requests, within the budget ---
+
+    def _get(self, path: str, params: dict[str, Any], what: str) -> Any:
+        if self.queries >= self.max_queries:
+            raise self.client.error(
+                f"the query budget of {self.max_queries} queries per investigation is spent"
+            )
+        self.queries += 1
+        return status_data(self.client, self.client.get_json(path, params), what)
 
     def step_for(self, window: TimeWindow) -> float:
-        """Resolution for `window`: at most `max_points` points, never finer than `min_step`."""
-        return max(self.min_step, math.ceil(window.seconds / self.max_points))
+        """Resolution for `window`: at most `max_points` points, never finer than `min_step` (by default
+        the scrape interval, once measured)."""
+        floor = self.min_step if self.min_step is not None else self.scrape_interval
+        return max(floor, math.ceil(window.seconds / self.max_points))
 
-    def entity_selectors(self, entity: str, extra: str = "") -> list[str]:
-        """One series selector per entity label (they cannot be OR-ed inside one selector)."""
-        selectors = []
+    def rate_window(self, step: float) -> str:
+        """The range of `rate()` at `step`: Grafana's `$__rate_interval`, max(step + scrape, 4 scrapes)."""
+        return f"{math.ceil(max(step + self.scrape_interval, 4 * self.scrape_interval))}s"
+
+    # --- what the entity is ---
+
+    def metadata(self) -> dict[str, MetricType]:
+        """Metric types by family name, from `/api/v1/metadata` (fetched once)."""
+        if self._metadata is None:
+            data = self._get("/api/v1/metadata", {}, "metadata")
+            with self.client.parsing("metadata"):
+                found: dict[str, MetricType] = {}
+                for name, entries in as_dict(data or {}, "data").items():
+                    for entry in as_list(entries, f"metadata of {name}"):
+                        try:
+                            found[str(name)] = MetricType(as_str(as_dict(entry, name).get("type"), "type"))
+                        except ValueError:
+                            continue  # a type this reader does not know (e.g. gaugehistogram): by name
+                        break
+                self._metadata = found
+        return self._metadata
+
+    def pods(self, entity: str, window: TimeWindow) -> list[str]:
+        """The pods of workload `entity` by kube-state-metrics' owner references (pod -> ReplicaSet ->
+        Deployment, or pod -> StatefulSet / DaemonSet / Job); empty when it has none."""
+        if entity not in self._pods:
+            span = {"start": f"{window.start:.3f}", "end": f"{window.end:.3f}"}
+            owner = quote(entity)
+            rows = self._series(
+                [f"kube_replicaset_owner{{owner_name={owner}}}", f"kube_pod_owner{{owner_name={owner}}}"],
+                span,
+            )
+            pods = {r["pod"] for r in rows if r.get("__name__") == "kube_pod_owner" and r.get("pod")}
+            sets = sorted(
+                {
+                    r["replicaset"]
+                    for r in rows
+                    if r.get("__name__") == "kube_replicaset_owner" and r.get("replicaset")
+                }
+            )
+            if sets:
+                matcher = "|".join(regex_literal(s) for s in sets)
+                owned = self._series(
+                    [f'kube_pod_owner{{owner_kind="ReplicaSet", owner_name=~{quote(matcher)}}}'], span
+                )
+                pods |= {r["pod"] for r in owned if r.get("pod")}
+            self._pods[entity] = sorted(pods)
+        return self._pods[entity]
+
+    def _series(self, matches: list[str], span: dict[str, str]) -> list[dict[str, str]]:
+        data = self._get("/api/v1/series", {"match[]": matches, **span}, "series")
+        with self.client.parsing("series"):
+            return [
+                {str(k): str(v) for k, v in as_dict(row, "series[]").items()} for row in as_list(data, "data")
+            ]
+
+    def entity_matchers(self, entity: str, window: TimeWindow) -> list[str]:
+        """The label matchers that select `entity`'s series, one alternative each (they cannot be OR-ed
+        inside one selector): each service label, then its pods (containers belong to their pod)."""
+        out = []
         for label in self.entity_labels:
             if label == "job":  # job is `name` or `namespace/name`
-                matcher = f"job=~{quote('(.+/)?' + regex_literal(entity))}"
+                out.append(f"job=~{quote('(.+/)?' + regex_literal(entity))}")
             else:
-                matcher = f"{label}={quote(entity)}"
-            selectors.append("{" + ", ".join(m for m in (extra, matcher) if m) + "}")
-        return selectors
+                out.append(f"{label}={quote(entity)}")
+        pods = self.pods(entity, window)
+        pattern = "|".join(regex_literal(p) for p in pods) if pods else pod_name_pattern(entity)
+        out.append(f"pod=~{quote(pattern)}")
+        return out
+
+    def entity_selectors(self, entity: str, window: TimeWindow, extra: str = "") -> list[str]:
+        """One series selector per entity matcher, each with `extra` matchers."""
+        return [
+            "{" + ", ".join(m for m in (extra, matcher) if m) + "}"
+            for matcher in self.entity_matchers(entity, window)
+        ]
+
+    # --- discovery ---
+
+    def metric_names(self, entity: str, window: TimeWindow) -> list[str]:
+        """The names of `entity`'s signals inside `window`, most relevant first."""
+        return [s.name for s in self.signals(entity, window)]
+
+    def signals(self, entity: str, window: TimeWindow) -> list[Signal]:
+        """`entity`'s signals: the conventions it has series of first, then the rest by type (bounded)."""
+        key = (entity, window.start, window.end)
+        if key not in self._signals:
+            data = self._get(
+                "/api/v1/label/__name__/values",
+                {
+                    "match[]": self.entity_selectors(entity, window),
+                    "start": f"{window.start:.3f}",
+                    "end": f"{window.end:.3f}",
+                },
+                "label values",
+            )
+            with self.client.parsing("label values"):
+                names = {as_str(n, "metric name") for n in as_list(data, "data")}
+            found = signals_for(names, self.metadata() if names else {})
+            if found and not self._measured_scrape:
+                self._measure_scrape(found[0].source, entity, window)
+            self._signals[key] = found[: self.max_signals]
+        return self._signals[key]
+
+    def _measure_scrape(self, name: str, entity: str, window: TimeWindow) -> None:
+        """The scrape interval, from how many samples one of the entity's series holds over the probe
+        range (the densest series: one that began inside it would read sparser); rate windows need it."""
+        self._measured_scrape = True
+        probe = " or ".join(
+            f"count_over_time({name}{sel}[{SCRAPE_PROBE:g}s])"
+            for sel in self.entity_selectors(entity, window)
+        )
+        data = self._get(
+            "/api/v1/query", {"query": f"max({probe})", "time": f"{window.end:.3f}"}, "scrape interval"
+        )
+        with self.client.parsing("scrape interval"):
+            for item in as_list(as_dict(data, "data").get("result"), "result"):
+                count = as_number(as_list(as_dict(item, "sample").get("value"), "value")[1], "sample count")
+                if count >= 4:
+                    # whole seconds, as scrape configs give them (the range holds a partial interval)
+                    self.scrape_interval = float(max(1, round(SCRAPE_PROBE / count)))
+
+    def service_graph(self, window: TimeWindow) -> list[tuple[str, str, float]]:
+        """Caller -> callee edges from the OpenTelemetry Collector's service graph connector: the requests
+        `traces_service_graph_request_total{client, server}` counted inside `window`."""
+        query = f"sum by (client, server) (increase({SERVICE_GRAPH}[{max(window.seconds, 1.0):.0f}s]))"
+        data = self._get("/api/v1/query", {"query": query, "time": f"{window.end:.3f}"}, "service graph")
+        with self.client.parsing("service graph"):
+            edges = []
+            for item in as_list(as_dict(data, "data").get("result"), "result"):
+                labels = as_dict(as_dict(item, "series").get("metric"), "metric")
+                client, server = opt_str(labels.get("client")), opt_str(labels.get("server"))
+                calls = as_number(as_list(as_dict(item, "series").get("value"), "value")[1], "value")
+                if client and server and calls > 0:
+                    edges.append((client, server, calls))
+            return sorted(edges)
+
+    # --- series ---
 
     def query_range(
         self, query: str, window: TimeWindow, step: float | None = None, entity: str | None = None
@@ -103,7 +296,7 @@ class PrometheusConnector:
         `entity`, when given, names every series (the caller selected them by it); otherwise the
         entity comes from the series labels (service_name / service / job / pod).
         """
-        body = self.client.get_json(
+        data = self._get(
             "/api/v1/query_range",
             {
                 "query": query,
@@ -111,48 +304,49 @@ class PrometheusConnector:
                 "end": f"{window.end:.3f}",
                 "step": f"{step or self.step_for(window):g}",
             },
+            "query_range",
         )
-        data = status_data(self.client, body, "query_range")
         with self.client.parsing("query_range"):
             data = as_dict(data, "data")
             if data.get("resultType") != "matrix":
                 raise ShapeError(f"resultType is {data.get('resultType')!r}, expected 'matrix'")
             return [
-                self._series(as_dict(item, "result[]"), window, entity)
+                self._matrix_series(as_dict(item, "result[]"), window, entity)
                 for item in as_list(data.get("result"), "data.result")
             ]
-
-    def metric_names(self, entity: str, window: TimeWindow) -> list[str]:
-        """Metric names that have series for `entity` inside `window`."""
-        body = self.client.get_json(
-            "/api/v1/label/__name__/values",
-            {
-                "match[]": self.entity_selectors(entity),
-                "start": f"{window.start:.3f}",
-                "end": f"{window.end:.3f}",
-            },
-        )
-        data = status_data(self.client, body, "label values")
-        with self.client.parsing("label values"):
-            return sorted({as_str(n, "metric name") for n in as_list(data, "data")})
 
     def metrics(
         self, entity: str, window: TimeWindow, names: Iterable[str] | None = None
     ) -> list[MetricSeries]:
-        """Series of `entity` in `window`: the named metrics, or (bounded) all it has."""
-        wanted = sorted(set(names)) if names is not None else self.metric_names(entity, window)
-        wanted = wanted[: self.max_metrics]
-        if not wanted:
+        """`entity`'s signals in `window`, one query for all: the named ones, or every one it has.
+
+        A name that is no signal of the entity (a raw metric, such as the alert's own) is read by its type.
+        """
+        known = self.signals(entity, window)
+        if names is None:
+            chosen = known
+        else:
+            wanted = set(names)
+            by_name = {s.name: s for s in known}
+            chosen = [by_name[n] for n in sorted(wanted & set(by_name))]
+            metadata = self.metadata() if wanted - set(by_name) else {}
+            for name in sorted(wanted - set(by_name)):
+                chosen.extend(derived(name, metric_type(name, metadata)))
+        if not chosen:
             return []
-        name_matcher = f"__name__=~{quote('|'.join(regex_literal(n) for n in wanted))}"
-        query = " or ".join(self.entity_selectors(entity, name_matcher))
-        series = self.query_range(query, window, entity=entity)
+        step = self.step_for(window)
+        rate = self.rate_window(step)
+        matchers = self.entity_matchers(entity, window)
+        query = " or ".join(render(s, matchers, rate) for s in chosen)
+        units = {s.name: s.unit for s in chosen}
+        series = self.query_range(query, window, step, entity=entity)
+        series = [replace(s, unit=units.get(s.name, s.unit)) for s in series]
         return sorted(series, key=lambda s: (s.name, s.instance or ""))
 
-    def _series(self, item: dict[str, Any], window: TimeWindow, entity: str | None) -> MetricSeries:
+    def _matrix_series(self, item: dict[str, Any], window: TimeWindow, entity: str | None) -> MetricSeries:
         labels = {str(k): str(v) for k, v in as_dict(item.get("metric", {}), "metric").items()}
         found, instance = entity_from_labels(labels, self.entity_labels)
-        name = labels.get("__name__", "")
+        name = labels.get(SIGNAL_LABEL) or labels.get("__name__", "")
         points = as_list(item.get("values"), "values")
         timestamps = np.empty(len(points), dtype=np.float64)
         values = np.empty(len(points), dtype=np.float64)

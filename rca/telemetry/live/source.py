@@ -11,11 +11,15 @@ import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any, Self, cast
+
+import yaml
 
 from rca.integrations.config import BackendConfig
 from rca.integrations.http import BackendError, Credentials, HttpClient, RetryPolicy
+from rca.integrations.prometheus.connector import DEFAULT_ENTITY_LABELS
 from rca.integrations.protocols import EventsConnector, LogsConnector, MetricsConnector, TracesConnector
 from rca.integrations.registry import TELEMETRY, System
 from rca.telemetry.model import (
@@ -57,6 +61,13 @@ class LiveConfig:
     # duration; leaving a gap keeps the first minutes of the fault out of the baseline.
     baseline_gap_seconds: float = 300
     topology_edges: tuple[tuple[str, str, float], ...] = ()  # static caller -> callee edges
+    topology_file: str = ""  # where the static edges came from (`ROOTLINE_TOPOLOGY_FILE`)
+
+    def service_labels(self) -> tuple[str, ...]:
+        """The labels that name a service (Prometheus's `entity_labels`, else the OTel/Kubernetes ones)."""
+        prometheus = self.backends.get("prometheus")
+        labels = prometheus.options.get("entity_labels") if prometheus is not None else None
+        return tuple(labels) if labels else DEFAULT_ENTITY_LABELS
 
     @classmethod
     def from_mapping(cls, raw: Mapping[str, Any]) -> LiveConfig:
@@ -67,8 +78,9 @@ class LiveConfig:
         settings can read URLs from environment variables that may be empty. Unknown keys are an
         error: a misspelt setting should not silently disable a backend.
         """
-        scalars = {f.name for f in fields(cls)} - {"backends", "retry", "topology_edges"}
-        unknown = sorted(set(raw) - scalars - set(BACKENDS) - {"retry", "topology_edges"})
+        structured = {"backends", "retry", "topology_edges", "topology_file"}
+        scalars = {f.name for f in fields(cls)} - structured
+        unknown = sorted(set(raw) - scalars - set(BACKENDS) - structured)
         if unknown:
             raise ValueError(f"unknown live telemetry setting(s): {', '.join(unknown)}")
         kwargs: dict[str, Any] = {k: float(raw[k]) for k in scalars if raw.get(k) is not None}
@@ -87,8 +99,25 @@ class LiveConfig:
                 kwargs["retry"] = RetryPolicy(**raw["retry"])
             except TypeError as exc:  # an unknown key: say so as a settings error
                 raise ValueError(f"retry: {exc}") from exc
-        kwargs["topology_edges"] = tuple(_edge(e) for e in raw.get("topology_edges") or ())
+        edges = list(raw.get("topology_edges") or ())
+        if raw.get("topology_file"):
+            kwargs["topology_file"] = str(raw["topology_file"])
+            edges.extend(read_topology_file(Path(kwargs["topology_file"])))
+        kwargs["topology_edges"] = tuple(_edge(e) for e in edges)
         return cls(backends=backends, **kwargs)
+
+
+def read_topology_file(path: Path) -> list[Any]:
+    """The edges of a static topology file: YAML (or JSON) `edges: [[caller, callee(, weight)], ...]`
+    or `[{caller, callee, weight}, ...]`, or that list alone."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"topology file {path}: {exc}") from exc
+    edges = data.get("edges") if isinstance(data, Mapping) else data
+    if not isinstance(edges, list):
+        raise ValueError(f"topology file {path}: expected a list of edges or a mapping with `edges`")
+    return edges
 
 
 def _edge(raw: Any) -> tuple[str, str, float]:
@@ -121,6 +150,8 @@ class LiveSource:
         self._now = now
         self._clients: list[HttpClient] = []
         self._topology: DependencyGraph | None = None
+        self._by_name: dict[str, Any] = {}
+        self._states: dict[str, str] = {}  # backends whose queries failed, with the reason
         # Connectors by modality, in registry order (so Tempo serves traces before Jaeger).
         self._connectors: dict[Modality, list[Any]] = {}
         for system in TELEMETRY:
@@ -140,6 +171,7 @@ class LiveSource:
             )
             self._clients.append(client)
             connector = system.connector(client, **cfg.connector_arguments())
+            self._by_name[system.name] = connector
             self._connectors.setdefault(system.modality, []).append(connector)
 
     # --- lifecycle ---
@@ -189,15 +221,57 @@ class LiveSource:
         return TimeWindow(now - self.config.horizon_seconds, now)
 
     def topology(self) -> DependencyGraph:
-        """The configured static edges, else a graph derived from recent spans (cached per source)."""
+        """The call graph, from the first source that gives edges (cached per source): recent spans of
+        the traces backend, the service-graph metrics of Prometheus, then the static edges. Its `origin`
+        says which was used; a source that fails is passed over (its state is in `backend_states`)."""
         if self._topology is None:
-            if self.config.topology_edges:
-                self._topology = graph_from_edges(self.config.topology_edges)
-            elif self._traces is not None:
-                self._topology = graph_from_spans(self.spans(self._recent()))
-            else:
-                self._topology = DependencyGraph(entities=(), edges=())
+            self._topology = self._find_topology()
         return self._topology
+
+    def _find_topology(self) -> DependencyGraph:
+        recent = self._recent()
+        traces, metrics = self._traces, self._metrics
+        candidates: list[tuple[str, Callable[[], DependencyGraph]]] = []
+        if traces is not None:
+            candidates.append(
+                (f"traces ({self._name_of(traces)})", lambda: graph_from_spans(self.spans(recent)))
+            )
+        if metrics is not None:
+            candidates.append(
+                (
+                    "service-graph metrics (prometheus)",
+                    lambda: graph_from_edges(self._service_graph(metrics, recent)),
+                )
+            )
+        if self.config.topology_edges:
+            where = self.config.topology_file or "settings"
+            candidates.append(
+                (f"static file ({where})", lambda: graph_from_edges(self.config.topology_edges))
+            )
+        for origin, build in candidates:
+            try:
+                graph = build()
+            except TelemetryError as exc:
+                self._states[exc.backend] = f"unreachable: {exc.reason}"
+                continue
+            if graph.edges:
+                return replace(graph, origin=origin)
+        return DependencyGraph(entities=(), edges=(), origin="none")
+
+    def _service_graph(self, metrics: MetricsConnector, window: TimeWindow) -> list[tuple[str, str, float]]:
+        with self._telemetry_errors():
+            return metrics.service_graph(window)
+
+    def _name_of(self, connector: object) -> str:
+        return next(name for name, c in self._by_name.items() if c is connector)
+
+    def backend_states(self) -> dict[str, str]:
+        """Each live backend's state: `not configured`, `configured`, or `unreachable: <reason>` once a
+        query to it failed."""
+        return {
+            name: self._states.get(name, "configured" if name in self._by_name else "not configured")
+            for name in BACKENDS
+        }
 
     def baseline_window(self, onset: float) -> TimeWindow | None:
         """`baseline_seconds` ending `baseline_gap_seconds` before `onset`."""
@@ -207,7 +281,7 @@ class LiveSource:
     def metric_names(self, entity: str) -> Sequence[str]:
         """Metrics the metrics backend has for `entity` recently (none without one)."""
         metrics = self._metrics
-        with _telemetry_errors():
+        with self._telemetry_errors():
             return metrics.metric_names(entity, self._recent()) if metrics else []
 
     def metrics(
@@ -215,7 +289,7 @@ class LiveSource:
     ) -> list[MetricSeries]:
         """Metric series of `entity` inside `window`."""
         metrics = self._metrics
-        with _telemetry_errors():
+        with self._telemetry_errors():
             return metrics.metrics(entity, window, names) if metrics else []
 
     def logs(
@@ -223,19 +297,19 @@ class LiveSource:
     ) -> list[LogRecord]:
         """Log records of `entity` inside `window`."""
         logs = self._logs
-        with _telemetry_errors():
+        with self._telemetry_errors():
             return logs.logs(entity, window, pattern, limit) if logs else []
 
     def spans(self, window: TimeWindow, entity: str | None = None, limit: int = 200_000) -> list[Span]:
         """Spans inside `window`, from the first configured traces backend (Tempo, else Jaeger)."""
         traces = self._traces
-        with _telemetry_errors():
+        with self._telemetry_errors():
             return traces.spans(window, entity, limit) if traces else []
 
     def events(self, window: TimeWindow, entity: str | None = None) -> list[Event]:
         """Kubernetes events and GitHub changes inside `window`, in time order."""
         out: list[Event] = []
-        with _telemetry_errors():
+        with self._telemetry_errors():
             for connector in self._events():
                 out.extend(connector.events(window, entity))
         return sorted(out, key=lambda e: (e.time, e.entity, e.kind))
@@ -244,11 +318,12 @@ class LiveSource:
         now = self._now()
         return TimeWindow(now - self.config.recent_seconds, now)
 
-
-@contextmanager
-def _telemetry_errors() -> Iterator[None]:
-    """A backend's failure, as the telemetry model's error the engine records as inconclusive."""
-    try:
-        yield
-    except BackendError as exc:
-        raise TelemetryError(exc.backend, exc.reason) from exc
+    @contextmanager
+    def _telemetry_errors(self) -> Iterator[None]:
+        """A backend's failure, as the telemetry model's error the engine records as inconclusive (and
+        as the backend's state)."""
+        try:
+            yield
+        except BackendError as exc:
+            self._states[exc.backend] = f"unreachable: {exc.reason}"
+            raise TelemetryError(exc.backend, exc.reason) from exc

@@ -6,8 +6,8 @@ is shifted so that its alert time (the onset hint the case's loader gives, never
 `lead` before `now`; points later than `now` are dropped, so the backfilled blocks are older than
 anything Prometheus's head will hold (the rule manager writes `ALERTS` at wall-clock time into the head;
 a block overlapping the head's range would have to be merged by vertical compaction). A separate normal
-recording (RCD `normal.csv`, PetShop `noissue/`) is placed to end where the case recording begins, as the
-history a live cluster keeps.
+recording (RCD `normal.csv`, PetShop `noissue/`) is placed to end `NORMAL_GAP` before the case recording
+begins, as the history a live cluster keeps, where a live investigation reads its baseline.
 
 Prometheus starts on the backfilled data a little after `now`; nothing arrives after `now`, so the rules
 read the latest value within the lookback delta, as an instant selector reads a gauge's latest sample
@@ -47,6 +47,12 @@ SAMPLES_PER_WINDOW = 4
 # An hour: longer than any recorded alert baseline (Nezha's 30 minutes), so the live baseline holds every
 # point the recorded rule would compare with.
 BASELINE_SPAN = 3600.0
+# A live investigation's baseline is the hour before its incident window, which starts 10 minutes before
+# the alert (EngineConfig.before_onset_s) and ends 5 minutes earlier still (LiveConfig.baseline_gap_seconds):
+# a normal recording ending right at the case (RCD's five minutes) would fall inside the incident window and
+# leave the live baseline empty. Well inside the rules' baseline hour (it ends about 2 minutes before the
+# onset), so the alert still compares against it.
+NORMAL_GAP = 900.0
 DEFAULT_LOOKBACK = 300.0  # Prometheus's --query.lookback-delta default (staleness)
 DEFAULT_RETENTION_DAYS = 15  # Prometheus's --storage.tsdb.retention.time default
 
@@ -103,10 +109,10 @@ class Timeline:
         return np.asarray(self.now + np.ceil((t - self.now) / grid - 1e-9) * grid, dtype=np.float64)
 
     def place_before(self, recording: TimeWindow, case: TimeWindow) -> float:
-        """The shift for a separate normal recording: it ends where the case recording begins."""
+        """The shift for a separate normal recording: it ends `NORMAL_GAP` before the case begins."""
         if recording.overlaps(case):
             return self.shift
-        return case.start + self.shift - recording.end
+        return case.start + self.shift - recording.end - NORMAL_GAP
 
     def retention_days(self, earliest: float) -> int:
         """`--storage.tsdb.retention.time` (days) that keeps a sample from `earliest` (shifted time)."""

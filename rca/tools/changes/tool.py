@@ -18,6 +18,7 @@ from rca.core.levels import detail_parts
 from rca.core.verdict import DEFAULT_THRESHOLDS
 from rca.tools.base import ToolContext, ToolResult
 from rca.tools.changes.analysis import CANARY_FAMILIES, CanaryFinding, FamilyCanary
+from rca.tools.changes.platform import platform_warnings
 from rca.tools.changes.profile import canary_profile, started_by_onset
 from rca.tools.faults import FAMILIES_OF_KIND, FaultKind
 from rca.tools.stats import Family, squash
@@ -91,8 +92,16 @@ class ChangesTool:
     source = Source.CHANGES
 
     def run(self, ctx: ToolContext, hypothesis: Hypothesis) -> ToolResult:
-        """Name the change and score its canary; no decisive signal when nothing changed."""
+        """Name the change and score its canary; no decisive signal when nothing changed. A Kubernetes
+        warning that names the hypothesis's kind (an OOM kill, a crash loop) is evidence first."""
         entity = hypothesis.entity
+        warned = (
+            None
+            if detail_parts(hypothesis)[0] == "change"
+            else platform_warnings(ctx, entity, hypothesis.fault_kind)
+        )
+        if warned is not None:
+            return warned
         finding = canary_profile(ctx, entity)
         if finding is None:
             return ToolResult(summary=f"changes: no change to {entity} in the window")

@@ -32,6 +32,10 @@ def facts(**overrides: object) -> Facts:
 @pytest.mark.parametrize(
     ("overrides", "expected"),
     [
+        (
+            {"examined_nothing": True, "failed_tool_calls": 2, "policy_failed": True},
+            FailureAnchor.NOTHING_EXAMINED,
+        ),
         ({"policy_failed": True, "failed_tool_calls": 2}, FailureAnchor.BUDGET_SPENT),
         ({"failed_tool_calls": 2, "deviating_entities": 0}, FailureAnchor.TOOL_FAILURES),
         ({"deviating_entities": 0, "budget_spent": True}, FailureAnchor.NO_ANOMALY),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from urllib.parse import parse_qs, urlsplit
 
+import httpx
 import pytest
 import respx
 
@@ -24,20 +25,10 @@ def prom(make_client) -> PrometheusConnector:
 def test_matrix_becomes_series_of_the_entity(prom: PrometheusConnector) -> None:
     with respx.mock(base_url=URL) as mock:
         route = mock.get("/api/v1/query_range").mock(return_value=reply("prometheus", "query_range"))
-        series = prom.metrics(
-            "cartservice",
-            WINDOW,
-            ["process_resident_memory_bytes", "http_server_request_duration_seconds_count"],
-        )
+        series = prom.query_range("anything", WINDOW, entity="cartservice")
     query = parse_qs(urlsplit(str(route.calls.last.request.url)).query)
     assert query["step"] == ["15"]
     assert query["start"] == ["1714557600.000"]
-    promql = query["query"][0]
-    assert promql.count(" or ") == 2
-    assert 'service_name="cartservice"' in promql
-    assert 'service="cartservice"' in promql
-    assert 'job=~"(.+/)?cartservice"' in promql
-    assert '__name__=~"http_server_request_duration_seconds_count|process_resident_memory_bytes"' in promql
 
     by_name = {s.name: s for s in series}
     memory = by_name["process_resident_memory_bytes"]
@@ -60,33 +51,59 @@ def test_raw_query_takes_entity_from_labels(prom: PrometheusConnector) -> None:
     assert {s.entity for s in series} == {"cartservice"}  # job "shop/cartservice" and service_name
 
 
-def test_all_metrics_of_an_entity_are_listed_first(make_client) -> None:
-    prom = PrometheusConnector(make_client("prometheus", URL), max_metrics=2)
-    with respx.mock(base_url=URL) as mock:
-        names = mock.get("/api/v1/label/__name__/values").mock(
+def _discovery(mock: respx.MockRouter) -> dict[str, respx.Route]:
+    """Routes for what discovery asks before any series: owners, names, types, the scrape interval."""
+    empty = httpx.Response(200, json={"status": "success", "data": []})
+    metadata = {"up": [{"type": "gauge", "help": "", "unit": ""}]}
+    return {
+        "series": mock.get("/api/v1/series").mock(return_value=empty),
+        "names": mock.get("/api/v1/label/__name__/values").mock(
             return_value=reply("prometheus", "label_values")
-        )
-        query = mock.get("/api/v1/query_range").mock(return_value=reply("prometheus", "query_range"))
-        series = prom.metrics("cartservice", WINDOW)
-    sent = parse_qs(urlsplit(str(names.calls.last.request.url)).query)
-    assert sent["match[]"] == [
+        ),
+        "metadata": mock.get("/api/v1/metadata").mock(
+            return_value=httpx.Response(200, json={"status": "success", "data": metadata})
+        ),
+        "probe": mock.get("/api/v1/query").mock(
+            return_value=httpx.Response(
+                200, json={"status": "success", "data": {"resultType": "vector", "result": []}}
+            )
+        ),
+    }
+
+
+def test_discovery_selects_by_service_labels_and_by_the_workloads_pods(prom: PrometheusConnector) -> None:
+    with respx.mock(base_url=URL) as mock:
+        routes = _discovery(mock)
+        names = prom.metric_names("cartservice", WINDOW)
+    sent = parse_qs(urlsplit(str(routes["names"].calls.last.request.url)).query)
+    assert sent["match[]"][:3] == [
         '{service_name="cartservice"}',
         '{service="cartservice"}',
         '{job=~"(.+/)?cartservice"}',
     ]
-    promql = parse_qs(urlsplit(str(query.calls.last.request.url)).query)["query"][0]
-    assert "|up" not in promql  # bounded by max_metrics=2
-    assert len(series) == 2
+    # no owner references: the pods the Deployment / StatefulSet naming convention gives
+    assert sent["match[]"][-1].startswith('{pod=~"cartservice-[bcdfghjklmnpqrstvwxz2456789]{6,10}-')
+    # the histogram's convention first, under the tools' names; the rest by type
+    assert names == [
+        "latency_p99",
+        "latency_p50",
+        "error_ratio",
+        "requests_per_second",
+        "process_resident_memory_bytes",
+        "up",
+    ]
 
 
-def test_metric_names(prom: PrometheusConnector) -> None:
+def test_all_signals_of_an_entity_go_in_one_query(prom: PrometheusConnector) -> None:
     with respx.mock(base_url=URL) as mock:
-        mock.get("/api/v1/label/__name__/values").mock(return_value=reply("prometheus", "label_values"))
-        assert prom.metric_names("cartservice", WINDOW) == [
-            "http_server_request_duration_seconds_count",
-            "process_resident_memory_bytes",
-            "up",
-        ]
+        _discovery(mock)
+        query = mock.get("/api/v1/query_range").mock(return_value=reply("prometheus", "query_range_empty"))
+        prom.metrics("cartservice", WINDOW)
+    promql = parse_qs(urlsplit(str(query.calls.last.request.url)).query)["query"][0]
+    assert promql.count("label_replace(") == 6
+    assert "histogram_quantile(0.99, sum by (le) (rate(http_server_request_duration_seconds_bucket{" in promql
+    assert 'http_response_status_code=~"5.."' in promql
+    assert "sum(process_resident_memory_bytes{" in promql  # a gauge as it is
 
 
 def test_status_error_body_is_reported_not_retried(prom: PrometheusConnector, sleeps) -> None:

@@ -62,11 +62,7 @@ CASES = [
         empty="query_range_empty",
         retry_after=2,
         build=PrometheusConnector,
-        call=lambda c: c.metrics(
-            "cartservice",
-            WINDOW,
-            ["process_resident_memory_bytes", "http_server_request_duration_seconds_count"],
-        ),
+        call=lambda c: c.query_range("process_resident_memory_bytes", WINDOW, entity="cartservice"),
     ),
     Case(
         backend="loki",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
 import respx
 
@@ -14,7 +15,7 @@ NOW = WINDOW.end
 SETTINGS = {
     "timeout": 5,
     "retry": {"max_attempts": 2, "base_delay": 0.1},
-    "prometheus": {"url": "http://prometheus:9090", "token": "prom-token-xyz", "max_metrics": 10},
+    "prometheus": {"url": "http://prometheus:9090", "token": "prom-token-xyz", "max_signals": 10},
     "loki": {"url": "http://loki:3100", "username": "tenant", "password": "loki-pass-xyz"},
     "tempo": {"url": "http://tempo:3200", "max_traces": 10},
     "jaeger": {"url": ""},  # empty (an unset environment variable): not configured
@@ -43,7 +44,7 @@ def test_config_from_a_plain_mapping() -> None:
     assert config.backends["github"].url == "https://api.github.com"
     assert config.retry == RetryPolicy(max_attempts=2, base_delay=0.1)
     assert config.timeout == 5.0
-    assert config.backends["prometheus"].options == {"max_metrics": 10}
+    assert config.backends["prometheus"].options == {"max_signals": 10}
     assert "xyz" not in repr(config)  # tokens and passwords stay out of reprs and logs
 
 
@@ -84,14 +85,15 @@ def test_windows() -> None:
         assert source.baseline_window(1000.0) == TimeWindow(1000.0 - 60 - 1800, 1000.0 - 60)
 
 
-def test_static_topology_wins() -> None:
+def test_static_topology_is_the_last_resort() -> None:
     settings = {
-        **SETTINGS,
+        "kubernetes": SETTINGS["kubernetes"],
         "topology_edges": [["frontend", "cartservice", 3], {"caller": "cartservice", "callee": "redis"}],
     }
     with _source(settings) as source, respx.mock() as mock:
         graph = source.topology()
-        assert not mock.calls  # no span query when edges are configured
+        assert not mock.calls  # no traces or metrics backend to ask first
+    assert graph.origin == "static file (settings)"
     assert graph.has_edge("frontend", "cartservice")
     assert graph.callees("cartservice") == ["redis"]
     assert graph.names() == ["cartservice", "frontend", "redis"]
@@ -111,6 +113,7 @@ def test_topology_from_recent_spans() -> None:
     assert search.calls.last.request.url.params["start"] == "1714557600"
     assert graph.has_edge("frontend", "cartservice")
     assert graph.has_edge("checkoutservice", "paymentservice")
+    assert graph.origin == "traces (tempo)"
 
 
 def test_events_merge_kubernetes_and_github_in_time_order() -> None:
@@ -160,6 +163,16 @@ def test_queries_reach_their_connectors() -> None:
         )
         mock.get("http://prometheus:9090/api/v1/label/__name__/values").mock(
             return_value=reply("prometheus", "label_values")
+        )
+        nothing = {"status": "success", "data": []}
+        mock.get("http://prometheus:9090/api/v1/series").mock(return_value=httpx.Response(200, json=nothing))
+        mock.get("http://prometheus:9090/api/v1/metadata").mock(
+            return_value=httpx.Response(200, json=nothing)
+        )
+        mock.get("http://prometheus:9090/api/v1/query").mock(
+            return_value=httpx.Response(
+                200, json={"status": "success", "data": {"resultType": "vector", "result": []}}
+            )
         )
         loki = mock.get("http://loki:3100/loki/api/v1/query_range").mock(
             return_value=reply("loki", "query_range")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rca.telemetry.model import TimeWindow
-from rca.telemetry.replay.timeline import SLACK, Timeline, duration_text, rate_window
+from rca.telemetry.replay.timeline import NORMAL_GAP, SLACK, Timeline, duration_text, rate_window
 
 NOW = 1_800_000_000.4
 
@@ -42,12 +42,12 @@ def test_times_snap_up_to_the_scrape_grid_ending_at_now() -> None:
     assert (t.snap(np.array([t.now - 16.0]), 15.0) - t.now).tolist() == [-15.0]
 
 
-def test_a_separate_normal_recording_ends_where_the_case_begins() -> None:
+def test_a_separate_normal_recording_ends_a_live_incident_window_before_the_case() -> None:
     t = Timeline.place(NOW, alert_time=5_000.0, step=1.0)
     case = TimeWindow(4_990.0, 5_200.0)
     normal = TimeWindow(100.0, 400.0)
     shift = t.place_before(normal, case)
-    assert normal.end + shift == case.start + t.shift
+    assert normal.end + shift == case.start + t.shift - NORMAL_GAP
     assert t.place_before(TimeWindow(4_000.0, 5_000.0), case) == t.shift  # overlapping: same clock
 
 

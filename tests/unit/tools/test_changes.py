@@ -285,3 +285,34 @@ def test_split_by_version_token_without_event_hints() -> None:
     new, old = split_instances(series, finding.rollout, MemorySource.conventions)
     assert new == frozenset({"pay-v2-1"})
     assert len(old) == 3
+
+
+def _warning(entity: str, reason: str, message: str, count: int = 1) -> Event:
+    """A Kubernetes warning about a pod of `entity`, as the Kubernetes connector reports one."""
+    return Event(
+        time=ONSET - 2 * STEP,
+        entity=entity,
+        kind=EventKind.K8S_WARNING,
+        message=f"{reason}: {message}",
+        instance=f"{entity}-v1-abcde",
+        attributes={"k8s.event.reason": reason, "k8s.event.count": str(count), "k8s.event.type": "Warning"},
+    )
+
+
+@pytest.mark.parametrize(
+    ("reason", "message", "kind", "supported"),
+    [
+        ("OOMKilling", "Memory cgroup out of memory: Killed process 4242 (java)", FaultKind.MEMORY, True),
+        ("BackOff", "Back-off restarting failed container cart", FaultKind.POD_FAILURE, True),
+        ("BackOff", "Back-off restarting failed container cart", FaultKind.MEMORY, False),
+        ("OOMKilling", "Memory cgroup out of memory", FaultKind.CPU, False),
+        ("FailedScheduling", "0/3 nodes are available: insufficient cpu", FaultKind.POD_FAILURE, False),
+    ],
+)
+def test_kubernetes_warnings_support_the_kind_they_name(
+    reason: str, message: str, kind: FaultKind, supported: bool
+) -> None:
+    ctx = _context(MemorySource([], [_warning("cart", reason, message, count=3)]))
+    verdict = _verdict(ctx, "cart", kind)
+    assert (verdict is Verdict.SUPPORTS) is supported
+    assert _verdict(ctx, "pay", kind) is not Verdict.SUPPORTS  # another entity's warning says nothing

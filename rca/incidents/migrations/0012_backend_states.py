@@ -1,0 +1,17 @@
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("incidents", "0011_reliability"),
+    ]
+
+    operations = [
+        migrations.AddField(
+            model_name="investigation",
+            name="backends",
+            field=models.JSONField(
+                blank=True, default=dict, help_text="Each live telemetry backend's state when the run ended."
+            ),
+        ),
+    ]

@@ -1,0 +1,216 @@
+"""What a Prometheus metric means to the tools: its type, and the signals (PromQL expressions) read from it.
+
+A counter is read as its per-second `rate()`, a histogram as `histogram_quantile()` over its buckets (and
+the rate of its `_count`), a gauge as it is. The type comes from Prometheus's metadata API and, for a
+metric it does not describe (backfilled data, federation), from the naming convention: `_total` is a
+counter, `_bucket` / `_count` / `_sum` a histogram.
+
+Discovery is by relevance: the series of the conventions real clusters use (cAdvisor, kube-state-metrics,
+OpenTelemetry HTTP semantic conventions, the Collector's span-metrics connector) come first, under the
+names of the tools' vocabulary (`latency_p99`, `error_ratio`, `cpu_usage_cores`, ...), then every other
+metric of the entity, derived by its type. Each signal's expression has `{sel}` where the entity's label
+matchers go and `{rate}` where the rate window goes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class MetricType(StrEnum):
+    """Prometheus metric types (those of `/api/v1/metadata`)."""
+
+    COUNTER = "counter"
+    GAUGE = "gauge"
+    HISTOGRAM = "histogram"
+    SUMMARY = "summary"
+    UNKNOWN = "unknown"
+
+
+# The suffixes a histogram's series add to its family name (Prometheus exposition format).
+HISTOGRAM_SUFFIXES = ("_bucket", "_count", "_sum")
+# Quantiles a histogram is read at: the median and the tail latency SLOs usually name.
+QUANTILES = (0.5, 0.99)
+
+
+def type_from_name(name: str) -> MetricType:
+    """The type the naming convention implies: `_total` a counter, histogram suffixes a histogram."""
+    if name.endswith("_total"):
+        return MetricType.COUNTER
+    if name.endswith(HISTOGRAM_SUFFIXES):
+        return MetricType.HISTOGRAM
+    return MetricType.GAUGE
+
+
+def family_name(name: str) -> str:
+    """The metadata family of a series name (a histogram's `_bucket` / `_count` / `_sum` removed)."""
+    for suffix in HISTOGRAM_SUFFIXES:
+        if name.endswith(suffix):
+            return name.removesuffix(suffix)
+    return name
+
+
+def metric_type(name: str, metadata: Mapping[str, MetricType]) -> MetricType:
+    """The type of series `name`: from the metadata of it or its family, else from its name."""
+    for key in (name, family_name(name)):
+        found = metadata.get(key)
+        if found is not None and found is not MetricType.UNKNOWN:
+            return found
+    return type_from_name(name)
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """One series the tools read: a PromQL expression over the entity's selector, and its unit."""
+
+    name: str  # the name the tools see (their families are read from it)
+    expr: str  # with `{sel}` (the entity's label matchers, comma-joined) and `{rate}` (a duration)
+    unit: str
+    source: str  # the Prometheus metric it is read from (what discovery must have found)
+
+
+def _quantile(family: str, q: float, extra: str = "") -> str:
+    sel = "{sel}" + (", " + extra if extra else "")
+    return f"histogram_quantile({q:g}, sum by (le) (rate({family}_bucket{{{sel}}}[{{rate}}])))"
+
+
+def _rate(series: str, extra: str = "") -> str:
+    sel = "{sel}" + (", " + extra if extra else "")
+    return f"sum(rate({series}{{{sel}}}[{{rate}}]))"
+
+
+def _ratio(series: str, bad: str) -> str:
+    # No bad series at all is a ratio of 0, not a missing one (a service with no errors yet).
+    return f"(({_rate(series, bad)}) or (0 * {_rate(series)})) / {_rate(series)}"
+
+
+def _percentile(q: float) -> str:
+    return f"p{round(q * 100)}"
+
+
+def _http(family: str, prefix: str) -> tuple[Signal, ...]:
+    """An OpenTelemetry HTTP duration histogram: quantiles, request rate, 5xx share."""
+    count = f"{family}_count"
+    status = 'http_response_status_code=~"5.."'
+    return (
+        *(
+            Signal(f"{prefix}latency_{_percentile(q)}", _quantile(family, q), "s", count)
+            for q in reversed(QUANTILES)
+        ),
+        Signal(f"{prefix}error_ratio", _ratio(count, status), "1", count),
+        Signal(f"{prefix}requests_per_second", _rate(count), "1/s", count),
+    )
+
+
+# Real clusters' conventions, most telling first (docs/live-conventions.md has the table the replay
+# writes; the names are the semantic conventions' and the exporters' own).
+CONVENTIONS: tuple[Signal, ...] = (
+    *_http("http_server_request_duration_seconds", ""),
+    *_http("http_client_request_duration_seconds", "client_"),
+    Signal(
+        "span_latency_p99",
+        _quantile("traces_span_metrics_duration_milliseconds", 0.99, 'span_kind="SPAN_KIND_SERVER"'),
+        "ms",
+        "traces_span_metrics_duration_milliseconds_bucket",
+    ),
+    Signal(
+        "span_error_ratio",
+        _ratio("traces_span_metrics_calls_total", 'status_code="STATUS_CODE_ERROR"'),
+        "1",
+        "traces_span_metrics_calls_total",
+    ),
+    Signal(
+        "span_requests_per_second",
+        _rate("traces_span_metrics_calls_total", 'span_kind="SPAN_KIND_SERVER"'),
+        "1/s",
+        "traces_span_metrics_calls_total",
+    ),
+    Signal(
+        "cpu_usage_cores",
+        _rate("container_cpu_usage_seconds_total", 'container!="", container!="POD"'),
+        "1",
+        "container_cpu_usage_seconds_total",
+    ),
+    Signal(
+        "memory_working_set_bytes",
+        'sum(container_memory_working_set_bytes{{sel}, container!="", container!="POD"})',
+        "By",
+        "container_memory_working_set_bytes",
+    ),
+    Signal(
+        "network_receive_bytes_per_second",
+        _rate("container_network_receive_bytes_total"),
+        "By/s",
+        "container_network_receive_bytes_total",
+    ),
+    Signal(
+        "network_transmit_bytes_per_second",
+        _rate("container_network_transmit_bytes_total"),
+        "By/s",
+        "container_network_transmit_bytes_total",
+    ),
+    Signal(
+        "restarts",
+        "sum(increase(kube_pod_container_status_restarts_total{{sel}}[{rate}]))",
+        "1",
+        "kube_pod_container_status_restarts_total",
+    ),
+)
+# Series a convention above reads, or that describe objects rather than measure an entity.
+_COVERED = frozenset(
+    {s.source for s in CONVENTIONS}
+    | {
+        f"{fam}{suffix}"
+        for fam in (
+            "http_server_request_duration_seconds",
+            "http_client_request_duration_seconds",
+            "traces_span_metrics_duration_milliseconds",
+        )
+        for suffix in HISTOGRAM_SUFFIXES
+    }
+    | {
+        "kube_pod_owner",
+        "kube_replicaset_owner",
+        "kube_pod_labels",
+        "kube_pod_info",
+        "ALERTS",
+        "ALERTS_FOR_STATE",
+    }
+)
+
+
+def derived(name: str, kind: MetricType) -> tuple[Signal, ...]:
+    """The signals of a metric no convention covers, by its type (a histogram's from its `_bucket`)."""
+    if kind is MetricType.COUNTER:
+        return (Signal(name, _rate(name), "1/s", name),)
+    if kind is MetricType.HISTOGRAM:
+        if not name.endswith("_bucket"):
+            return ()  # `_count` and `_sum` belong to the family read through its buckets
+        family = name.removesuffix("_bucket")
+        return tuple(Signal(f"{family}_{_percentile(q)}", _quantile(family, q), "", name) for q in QUANTILES)
+    if kind is MetricType.SUMMARY:
+        return ()  # pre-computed quantiles cannot be aggregated across instances
+    return (Signal(name, f"sum({name}{{{{sel}}}})", "", name),)
+
+
+def signals_for(names: Iterable[str], metadata: Mapping[str, MetricType]) -> list[Signal]:
+    """The entity's signals, by relevance: the conventions whose series it has, then the rest by type."""
+    present = set(names)
+    out = [s for s in CONVENTIONS if s.source in present]
+    for name in sorted(present - _COVERED):
+        out.extend(derived(name, metric_type(name, metadata)))
+    return out
+
+
+def render(signal: Signal, selectors: Iterable[str], rate: str) -> str:
+    """The signal's expression over each selector in turn (`or`: the first that has data), labelled with
+    the signal's name so one query can carry many signals."""
+    alternatives = " or ".join(
+        f"({signal.expr.replace('{sel}', sel).replace('{rate}', rate)})" for sel in selectors
+    )
+    return f'label_replace({alternatives}, "{SIGNAL_LABEL}", "{signal.name}", "", "")'
+
+
+SIGNAL_LABEL = "rootline_signal"  # the label a rendered signal carries its name in

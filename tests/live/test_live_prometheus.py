@@ -1,0 +1,200 @@
+"""The live path's reading of Prometheus, against a real Prometheus: counters as rates, histograms as
+quantiles over their buckets, types from the metadata API, pods to their workload, discovery by relevance
+within a query budget, topology from service-graph metrics, and "nothing was examined" without backends."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rca.integrations.http import BackendError, HttpClient, RetryPolicy
+from rca.integrations.prometheus.connector import PrometheusConnector
+from rca.integrations.prometheus.signals import MetricType, metric_type, type_from_name
+from rca.investigation.engine import EngineConfig, investigate
+from rca.telemetry.live.source import LiveConfig, LiveSource
+from rca.telemetry.model import Alert, TimeWindow
+from rca.telemetry.replay.openmetrics import Exposition, Family, Kind
+from rca.telemetry.replay.replay import backfill
+from rca.telemetry.replay.servers import Server
+from rca.tools.stats import Direction, deviation
+from tests.conftest import free_port
+from tests.live.conftest import StartPrometheus
+
+pytestmark = [pytest.mark.integration]
+
+STEP = 15.0  # the synthetic cluster's scrape interval
+HOUR = 3600.0
+FAULT = 600.0  # the last ten minutes: checkout's CPU triples, frontend's errors and latency rise
+POD = "checkout-7d9fbc5c4b-x2x4z"
+REPLICASET = "checkout-7d9fbc5c4b"
+NAMESPACE = "shop"
+BOUNDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+def cluster(now: float) -> Exposition:
+    """Two services under real conventions: checkout's containers (cAdvisor, kube-state-metrics) and the
+    frontend's OpenTelemetry HTTP histogram, the service graph between them, and one metric of no
+    convention."""
+    times = np.arange(now - 2 * HOUR, now + 1, STEP)
+    faulty = times >= now - FAULT
+    expo = Exposition()
+    pod = {"namespace": NAMESPACE, "pod": POD}
+    cpu = Family("container_cpu_usage_seconds", Kind.COUNTER, "CPU seconds")
+    expo.add(cpu, {**pod, "container": "checkout"}, times, np.where(faulty, 0.6, 0.2) * STEP)
+    memory = Family("container_memory_working_set_bytes", Kind.GAUGE, "working set")
+    expo.add(memory, {**pod, "container": "checkout"}, times, np.full(times.size, 2.0e8))
+    owner = Family("kube_pod_owner", Kind.GAUGE, "pod owner")
+    expo.add(owner, {**pod, "owner_kind": "ReplicaSet", "owner_name": REPLICASET}, times, np.ones(times.size))
+    rs_owner = Family("kube_replicaset_owner", Kind.GAUGE, "replica set owner")
+    expo.add(
+        rs_owner,
+        {
+            "namespace": NAMESPACE,
+            "replicaset": REPLICASET,
+            "owner_kind": "Deployment",
+            "owner_name": "checkout",
+        },
+        times,
+        np.ones(times.size),
+    )
+    http = Family("http_server_request_duration_seconds", Kind.HISTOGRAM, "server duration", bounds=BOUNDS)
+    requests = 10 * STEP  # 10 requests per second
+    fast = np.zeros((times.size, len(BOUNDS) + 1))
+    fast[:, 2] = np.where(faulty, 0.5, 1.0) * requests  # up to 25 ms
+    fast[:, 8] = np.where(faulty, 0.5, 0.0) * requests  # 1 - 2.5 s during the fault
+    ok = {"service_name": "frontend", "http_response_status_code": "200"}
+    expo.add_histogram(http, ok, times, fast * np.where(faulty, 0.8, 1.0)[:, None], fast.sum(axis=1) * 0.02)
+    failed = np.zeros_like(fast)
+    failed[:, 2] = np.where(faulty, 0.2 * requests, 0.0)
+    expo.add_histogram(
+        http, {**ok, "http_response_status_code": "500"}, times, failed, failed.sum(axis=1) * 0.02
+    )
+    graph = Family("traces_service_graph_request", Kind.COUNTER, "service graph requests")
+    expo.add(graph, {"client": "frontend", "server": "checkout"}, times, np.full(times.size, requests))
+    orders = Family("orders_processed", Kind.COUNTER, "orders")
+    expo.add(orders, {"service_name": "checkout"}, times, np.full(times.size, 3.0 * STEP))
+    return expo
+
+
+@pytest.fixture(scope="module")
+def now() -> float:
+    return float(np.floor(time.time() / STEP) * STEP) - STEP
+
+
+@pytest.fixture
+def prom(prometheus: StartPrometheus, tmp_path: Path, now: float) -> Server:
+    text = tmp_path / "cluster.om"
+    with text.open("w") as out:
+        cluster(now).write(out)
+    tsdb = tmp_path / "tsdb"
+    backfill(text, tsdb)
+    config = tmp_path / "prometheus.yml"
+    config.write_text("global: {evaluation_interval: 15s}\n")
+    return prometheus(config, tsdb, {"--storage.tsdb.retention.time": "30d"})
+
+
+def connector(server: Server, **options: object) -> PrometheusConnector:
+    client = HttpClient("prometheus", server.url, timeout=10.0, retry=RetryPolicy(max_attempts=1))
+    return PrometheusConnector(client, **options)  # type: ignore[arg-type]
+
+
+def recent(now: float) -> TimeWindow:
+    return TimeWindow(now - 2 * HOUR + 600, now + 1)
+
+
+def test_a_counter_is_read_as_its_rate_and_scores_its_tripling(prom: Server, now: float) -> None:
+    prometheus = connector(prom)
+    window = recent(now)
+    (cpu,) = prometheus.metrics("checkout", window, ["cpu_usage_cores"])
+    assert prometheus.scrape_interval == pytest.approx(STEP)  # measured from the raw samples
+    before = cpu.values[cpu.timestamps < now - FAULT - 120]
+    during = cpu.values[cpu.timestamps >= now - FAULT + 120]
+    assert np.median(before) == pytest.approx(0.2, rel=0.01)
+    assert np.median(during) == pytest.approx(0.6, rel=0.01)
+    found = deviation(before, during, Direction.UP)
+    assert found is not None
+    assert found.z > 50
+
+
+def test_a_histogram_is_read_as_quantiles_and_its_5xx_share(prom: Server, now: float) -> None:
+    series = {s.name: s for s in connector(prom).metrics("frontend", recent(now))}
+    assert {"latency_p99", "latency_p50", "error_ratio", "requests_per_second"} <= set(series)
+    p99, errors = series["latency_p99"], series["error_ratio"]
+    quiet = p99.timestamps < now - FAULT - 120
+    assert np.nanmax(p99.values[quiet]) <= 0.025
+    assert np.nanmedian(p99.values[~quiet & (p99.timestamps > now - FAULT + 120)]) > 1.0
+    assert np.nanmax(errors.values[quiet]) == 0.0  # no 5xx yet reads as a share of 0, not as missing
+    assert np.nanmedian(errors.values[p99.timestamps > now - FAULT + 120]) == pytest.approx(0.2, abs=0.02)
+    assert np.nanmedian(series["requests_per_second"].values) == pytest.approx(10.0, rel=0.05)
+
+
+def test_pods_map_to_their_workload_and_discovery_puts_conventions_first(prom: Server, now: float) -> None:
+    prometheus = connector(prom)
+    window = recent(now)
+    assert prometheus.pods("checkout", window) == [POD]  # pod -> ReplicaSet -> Deployment
+    names = prometheus.metric_names("checkout", window)
+    # the container series reach the workload through its pod; the metric of no convention comes last
+    assert names == ["cpu_usage_cores", "memory_working_set_bytes", "orders_processed_total"]
+    (orders,) = prometheus.metrics("checkout", window, ["orders_processed_total"])
+    assert np.median(orders.values) == pytest.approx(3.0)  # a counter of no convention: its rate
+
+
+def test_the_query_budget_bounds_an_investigation(prom: Server, now: float) -> None:
+    prometheus = connector(prom, max_queries=5)
+    # owner references (2), metric names (1), metadata (1) and the scrape interval (1)
+    prometheus.metric_names("checkout", recent(now))
+    assert prometheus.queries == 5
+    with pytest.raises(BackendError, match="query budget of 5"):
+        prometheus.metrics("checkout", recent(now))
+
+
+def test_types_come_from_the_metadata_api(prometheus: StartPrometheus, tmp_path: Path) -> None:
+    port = free_port()
+    config = tmp_path / "prometheus.yml"
+    config.write_text(
+        "global: {scrape_interval: 1s}\n"
+        f"scrape_configs: [{{job_name: self, static_configs: [{{targets: ['127.0.0.1:{port}']}}]}}]\n"
+    )
+    server = prometheus(config, tmp_path / "tsdb", port=port)
+    deadline = time.monotonic() + 30
+    while not server.get("/api/v1/metadata")["data"] and time.monotonic() < deadline:
+        time.sleep(0.5)
+    types = connector(server).metadata()
+    assert types["prometheus_http_requests_total"] is MetricType.COUNTER
+    assert types["prometheus_http_request_duration_seconds"] is MetricType.HISTOGRAM
+    # named like a gauge, typed a summary by its exporter: the metadata wins over the name
+    assert type_from_name("go_gc_duration_seconds") is MetricType.GAUGE
+    assert metric_type("go_gc_duration_seconds", types) is MetricType.SUMMARY
+    assert metric_type("prometheus_http_request_duration_seconds_bucket", types) is MetricType.HISTOGRAM
+    assert types["go_goroutines"] is MetricType.GAUGE
+
+
+def test_topology_comes_from_service_graph_metrics_without_a_traces_backend(prom: Server, now: float) -> None:
+    source = LiveSource(LiveConfig.from_mapping({"prometheus": {"url": prom.url}}), now=lambda: now)
+    graph = source.topology()
+    assert [(e.caller, e.callee) for e in graph.edges] == [("frontend", "checkout")]
+    assert graph.origin == "service-graph metrics (prometheus)"
+    assert source.backend_states()["prometheus"] == "configured"
+
+
+@pytest.mark.django_db
+def test_with_no_backend_or_none_reachable_nothing_was_examined(now: float) -> None:
+    alert = Alert(name="HighErrorRatio", entity="frontend", fired_at=now)
+    dead = f"http://127.0.0.1:{free_port()}"
+    for settings in ({}, {"prometheus": {"url": dead}, "loki": {"url": dead}}):
+        source = LiveSource(
+            LiveConfig.from_mapping({**settings, "retry": {"max_attempts": 1}}), now=lambda: now
+        )
+        result = investigate(source, alert, EngineConfig())
+        assert not result.confident
+        assert result.guidance is not None
+        assert result.guidance.anchor == "nothing_examined"
+        states = source.backend_states()
+        if settings:
+            assert states["prometheus"].startswith("unreachable")
+            assert states["loki"].startswith("unreachable") or states["loki"] == "configured"
+        else:
+            assert set(states.values()) == {"not configured"}
