@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("incidents", "0011_reliability"),
+        ("incidents", "0012_workflow"),
     ]
 
     operations = [
