@@ -17,6 +17,7 @@ from axe_playwright_python.sync_playwright import Axe
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
+from graphstore.sync import project_investigation
 from rca.core.actions import ActionTier
 from rca.core.grounding import Grounding
 from rca.incidents.investigations import run_investigation
@@ -39,6 +40,8 @@ def _examples() -> list[Incident]:
     call_command("import_examples", "--data", str(DATA), verbosity=0)
     for investigation in Investigation.objects.filter(status=Investigation.Status.QUEUED):
         run_investigation(investigation.pk)
+        # Into the graph too, as the worker's follow-up does: the explorer reads it from there.
+        project_investigation(Investigation.objects.get(pk=investigation.pk))
     best = Investigation.objects.filter(exit="confident").order_by("-capped_confidence").first()
     proposed = set(ActionProposal.objects.values_list("tier", flat=True))
     if best is not None:
@@ -90,6 +93,7 @@ def _pages(incidents: list[Incident]) -> list[tuple[str, str]]:
 
 def test_no_serious_or_critical_accessibility_violation(
     transactional_db: None,
+    graph: object,
     settings: Any,
     sessions: list[Session],
     browser: Any,
