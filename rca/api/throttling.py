@@ -48,8 +48,9 @@ class _FailOpenThrottle(SimpleRateThrottle):
         self.now = self.timer()
         limit, _ = self.window()
         try:
-            counts = self.cache.get_many([self._window_key(0), self._window_key(-1)])
-            self.counts = (counts.get(self._window_key(0), 0), counts.get(self._window_key(-1), 0))
+            current, previous = self._window_key(0), self._window_key(-1)
+            counts = self.cache.get_many([current, previous])
+            self.counts = (counts.get(current, 0), counts.get(previous, 0))
             if self._estimate() >= limit:
                 return self.throttle_failure()
             return self.throttle_success()
