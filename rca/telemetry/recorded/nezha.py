@@ -15,7 +15,7 @@
   case the same three minutes, by the same rule, as its files). Without a hint the window is the
   whole day's metric coverage.
 - Topology: OB `dependency.csv.gz` (IP targets dropped); TT from the spans of the case minutes and of
-  the fault-free `construct_data` minute (`graph_from_spans`), plus every service that has metrics.
+  the fault-free `construct_data` minute (`graph_from_span_table`), plus every service that has metrics.
 - Alert: the shared rule (`alerting.py`) on the front end's `front_service.csv` latency percentiles
   (and success rate), attached to the entry service (TT `ts-gateway-service`, the root of every
   trace; OB `frontend`); baseline = the 30 minutes before the window (OB: the day's first 10 minutes).
@@ -60,7 +60,7 @@ from rca.telemetry.recorded.source import (
     empty_frame,
     parse_go_times,
 )
-from rca.telemetry.topology import graph_from_edges, graph_from_spans
+from rca.telemetry.topology import graph_from_edges, graph_from_span_table
 
 MINUTE = 60.0
 BASELINE_BEFORE = 30 * MINUTE
@@ -400,7 +400,7 @@ def load(data_dir: Path, ref: CaseRef) -> RecordedCase:
             return graph_from_edges(edges, extra_entities=services)
         if span_loader is not None:
             every = TimeWindow(min(span_loader.files) - 2 * MINUTE, max(span_loader.files) + MINUTE)
-            return graph_from_spans(source.spans(every), extra_entities=services)
+            return graph_from_span_table(source.span_table(every), extra_entities=services)
         return graph_from_edges((), extra_entities=services)
 
     source = RecordedSource(

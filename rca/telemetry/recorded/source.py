@@ -170,6 +170,12 @@ class RecordedSource:
     baseline: TimeWindow | None = None
     conventions: Conventions = field(default_factory=Conventions)
     _topology: DependencyGraph | None = field(default=None, init=False, repr=False)
+    # The last log frame queried and its rows by entity: a tool asks for every entity's lines in one
+    # window in turn, and the loaders hand back the same (cached) frame each time, so the frame is
+    # split by entity once rather than scanned once per entity.
+    _log_rows: tuple[pd.DataFrame, dict[str, npt.NDArray[np.intp]]] | None = field(
+        default=None, init=False, repr=False
+    )
 
     # --- TelemetrySource protocol -------------------------------------------------------------
     def modalities(self) -> frozenset[Modality]:
@@ -242,9 +248,13 @@ class RecordedSource:
         frame = self.log_loader(window)
         if frame.empty:
             return []
-        sel = frame[
-            (frame["entity"] == entity) & (frame["time"] >= window.start) & (frame["time"] < window.end)
-        ]
+        if self._log_rows is None or self._log_rows[0] is not frame:
+            self._log_rows = (frame, frame.groupby("entity", sort=False).indices)
+        rows = self._log_rows[1].get(entity)
+        if rows is None:
+            return []
+        sel = frame.take(rows)
+        sel = sel[(sel["time"] >= window.start) & (sel["time"] < window.end)]
         if pattern is not None:
             sel = sel[sel["body"].str.contains(re.compile(pattern), na=False)]
         sel = sel.sort_values("time", kind="stable").head(limit)
@@ -263,16 +273,7 @@ class RecordedSource:
 
     def spans(self, window: TimeWindow, entity: str | None = None, limit: int = 200_000) -> list[Span]:
         """Spans starting inside `window`; with `entity`, every span of the traces that touch it."""
-        if self.span_loader is None:
-            return []
-        frame = self.span_loader(window)
-        if frame.empty:
-            return []
-        sel = frame[(frame["start"] >= window.start) & (frame["start"] < window.end)]
-        if entity is not None:
-            traces = sel.loc[sel["entity"] == entity, "trace_id"].unique()
-            sel = sel[sel["trace_id"].isin(traces)]
-        sel = sel.sort_values("start", kind="stable").head(limit)
+        sel = self.span_table(window, entity, limit)
         return [
             Span(
                 trace_id=str(tid),
@@ -301,6 +302,20 @@ class RecordedSource:
         )
 
     # --- helpers beyond the protocol (used by loaders, tests and tools) ---------------------------
+    def span_table(self, window: TimeWindow, entity: str | None = None, limit: int = 200_000) -> pd.DataFrame:
+        """The rows (`SPAN_COLUMNS`) of the spans `spans` returns, in its order, as a frame: what a
+        loader reads the whole case's spans with (a few hundred thousand objects cost seconds)."""
+        if self.span_loader is None:
+            return empty_frame(SPAN_COLUMNS)
+        frame = self.span_loader(window)
+        if frame.empty:
+            return empty_frame(SPAN_COLUMNS)
+        sel = frame[(frame["start"] >= window.start) & (frame["start"] < window.end)]
+        if entity is not None:
+            traces = sel.loc[sel["entity"] == entity, "trace_id"].unique()
+            sel = sel[sel["trace_id"].isin(traces)]
+        return sel.sort_values("start", kind="stable").head(limit)
+
     def metric_entities(self) -> list[str]:
         """Entities that have metric series in the case recording (no file parsed)."""
         return self.recordings[0].entities() if self.recordings else []
