@@ -194,6 +194,9 @@ def _error_templates(lines: pd.DataFrame) -> set[str]:
     return set(lines.loc[lines["severity"].isin(_ERROR), "template"])
 
 
+_FLAG_COLUMNS = ["severity", "template"]  # what `_problem_flags` reads (the bodies need no copy)
+
+
 def _problem_flags(lines: pd.DataFrame) -> pd.Series:
     """Per template: whether any of its lines is WARN or worse."""
     return lines["severity"].isin(_PROBLEM).groupby(lines["template"]).max()
@@ -222,7 +225,7 @@ def _profile(entity: str, ref: pd.DataFrame, obs: pd.DataFrame, cmp: Comparison)
         {
             "ref": ref.groupby("template").size(),
             "obs": obs.groupby("template").size(),
-            "problem": _problem_flags(pd.concat([ref, obs])),
+            "problem": _problem_flags(pd.concat([ref[_FLAG_COLUMNS], obs[_FLAG_COLUMNS]])),
         }
     ).fillna({"ref": 0, "obs": 0})
     if counts.empty:
@@ -314,7 +317,9 @@ def profile_lines(
         spans = anchor_groups.get(entity)
         if spans is not None:
             span_ref, span_obs = cmp.split(spans, "time")
-            ref, obs = pd.concat([ref, span_ref]), pd.concat([obs, span_obs])
+            # Only the columns the units read: the log lines' bodies need no copy.
+            ref = pd.concat([ref[ANCHOR_COLUMNS], span_ref])
+            obs = pd.concat([obs[ANCHOR_COLUMNS], span_obs])
         problems = {t.template for t in profiles[entity].templates if t.problem}
         found = units(ref, obs, problems, _error_templates(lines), cmp.kind is not ReferenceKind.LATER)
         if found is not None:

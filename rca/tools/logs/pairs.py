@@ -178,9 +178,11 @@ def expected(
 def last_progress(lines: pd.DataFrame, problems: Collection[str], index: pd.Index) -> pd.Series:
     """Per unit, the time of its last step of progress: a problem line the unit logs after a failed
     call (`call to pay failed`) reports the failure, it is not work the unit did before it."""
-    progress = lines[~lines["template"].isin(list(problems))]
-    first = lines.groupby("unit")["time"].min()
-    return progress.groupby("unit")["time"].max().reindex(first.index).fillna(first).reindex(index)
+    # On the two columns alone: selecting rows of the whole frame would copy every column.
+    time, unit = lines["time"], lines["unit"]
+    progress = ~lines["template"].isin(list(problems))
+    first = time.groupby(unit).min()
+    return time[progress].groupby(unit[progress]).max().reindex(first.index).fillna(first).reindex(index)
 
 
 def pair_stats(units: Units, own: pd.Series) -> list[PairStat]:
