@@ -40,7 +40,10 @@ def graph_from_span_table(table: pd.DataFrame, extra_entities: Iterable[str] = (
     parent = table["parent_span_id"].map(owner)
     calls = parent.notna() & (parent != table["entity"])
     counts = table.loc[calls, "entity"].groupby(parent[calls]).value_counts()
-    edges = tuple(Edge(str(caller), str(callee), float(n)) for (caller, callee), n in sorted(counts.items()))
+    pairs = zip(
+        counts.index.get_level_values(0), counts.index.get_level_values(1), counts.to_numpy(), strict=True
+    )
+    edges = tuple(Edge(str(caller), str(callee), float(n)) for caller, callee, n in sorted(pairs))
     names = {*extra_entities, *(str(e) for e in table["entity"].unique())}
     return DependencyGraph(entities=tuple(Entity(n) for n in sorted(names)), edges=edges)
 

@@ -248,9 +248,12 @@ class RecordedSource:
         frame = self.log_loader(window)
         if frame.empty:
             return []
-        if self._log_rows is None or self._log_rows[0] is not frame:
-            self._log_rows = (frame, frame.groupby("entity", sort=False).indices)
-        rows = self._log_rows[1].get(entity)
+        cached = self._log_rows
+        if cached is None or cached[0] is not frame:
+            groups = frame.groupby("entity", sort=False).indices
+            cached = (frame, {str(e): np.asarray(at, dtype=np.intp) for e, at in groups.items()})
+            self._log_rows = cached
+        rows = cached[1].get(entity)
         if rows is None:
             return []
         sel = frame.take(rows)
