@@ -238,6 +238,17 @@ def _add_callers_wait(
     examined[Family.LATENCY, None] = series
 
 
+def callers_see(ctx: ToolContext, entity: str) -> float | None:
+    """How far the most waiting of the entity's callers' waits on it rose (z), when any caller measures
+    its calls to it per edge (None otherwise)."""
+    waits = [
+        edges[entity][0].z
+        for c in ctx.graph.callers(entity)
+        if c != entity and entity in (edges := _edge_waits(ctx, c))
+    ]
+    return max(waits, default=None)
+
+
 def _client_wait(
     ctx: ToolContext,
     series_by_key: dict[tuple[str, str | None], MetricSeries],

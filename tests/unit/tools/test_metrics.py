@@ -20,7 +20,7 @@ from rca.tools.metrics.analysis import (
 from rca.tools.metrics.profile import own_z, short_reference_z, silent, spans_disown
 from rca.tools.metrics.seeding import kind_hint
 from rca.tools.metrics.tool import MetricsTool
-from rca.tools.stats import DOMINANCE, Family, deviation
+from rca.tools.stats import CONTESTED, DOMINANCE, Family, deviation
 from rca.tools.traces.profile import analyse as analyse_traces
 from tests.unit.tools import ONSET, FakeSource, context
 from tests.unit.tools.test_traces import _source  # back's own time rises; front waits on it
@@ -240,6 +240,28 @@ def test_the_callers_wait_is_the_least_any_caller_waits_beyond_its_other_callees
     assert waited_callee("client_latency_p50{caller=b,callee=x}", "a") is None  # another caller's
     assert waited_callee("latency_p50{caller=a,callee=x}", "a") is None  # the callee's own side
     assert waited_callee("client_success_rate{caller=a,callee=x}", "a") is None  # not a latency
+
+
+def test_a_latency_none_of_its_callers_waits_on_cannot_prove_it_the_origin() -> None:
+    """back's server latency rises 0.3 s: when front measures its calls to back and waits no longer on
+    them, the rise does not reach the callers and the metrics cannot prove back the origin; when front
+    waits 0.3 s longer, they can."""
+    hypothesis = Hypothesis(id="h", entity="back", fault_kind="latency")
+    quiet = ("o1", "o2", "o3")  # front's other callees, at peace: the incident's noise floor
+    callees = ("back", *quiet)
+    scores = []
+    for waited in (0.0, 0.3):
+        source = _latency_source(
+            {
+                "front": {_wait("front", c): (0.01, 0.0005, waited if c == "back" else 0.0) for c in callees},
+                "back": {"latency_p90": (0.01, 0.0005, 0.3)},
+                **{c: {"latency_p90": (0.01, 0.0005, 0.0)} for c in quiet},
+            },
+            tuple(("front", c) for c in callees),
+        )
+        result = MetricsTool().run(context(source), hypothesis)
+        scores.append(result.signals["anomaly_score"])
+    assert scores[0] <= CONTESTED < scores[1]
 
 
 def test_a_request_counter_at_zero_throughout_leaves_the_volume_unknown() -> None:
