@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from rca.telemetry.model import Direction, FloatArray, MetricSeries, TimeWindow
+from rca.telemetry.replay.conventions import split_name
 from rca.tools.stats import (
     DOMINANCE,
     KNEE,
@@ -187,6 +188,36 @@ def waited_z(server: Deviation, client: Deviation | None) -> float:
     if client is None:
         return 0.0
     return max(0.0, client.observed - client.baseline) / server.spread
+
+
+def waited_callee(name: str, caller: str) -> str | None:
+    """The callee whose calls by `caller` a series measures the client-side latency of (a `client_`
+    latency series labelled `{caller=<caller>,callee=..}`); None for any other series."""
+    base, edge_caller, callee = split_name(name)
+    if edge_caller != caller or callee is None or not base.startswith(CLIENT_PREFIX):
+        return None
+    return callee if family_of(base[len(CLIENT_PREFIX) :]) == (Family.LATENCY, Direction.UP) else None
+
+
+def callers_wait(waits: dict[str, dict[str, Deviation]], entity: str) -> tuple[str, Deviation] | None:
+    """The entity's latency as its callers see it: of every caller that measures its calls to the
+    entity, the one that waits least longer on it, and that wait (None when none measures them).
+
+    A delay on the entity's network (anywhere between its callers' sockets and its own server-side
+    measurement) never shows in its server-side latency, only in what its callers wait, and all of them
+    wait together, as they do on a callee that is itself slow: the least any caller's wait rose is what
+    the entity shows them all. A caller whose wait rose on all of its callees alike is waiting on its
+    own side (its own network or CPU): only what its wait on the entity adds over its least-waiting
+    other callee is the entity's (`waits` holds, besides the entity, only callees that do not
+    themselves depend on it)."""
+    shares = []
+    for caller, edges in waits.items():
+        if entity not in edges:
+            continue
+        others = [d.z for callee, d in edges.items() if callee != entity]
+        common = max(0.0, min(others, default=0.0))
+        shares.append((caller, replace(edges[entity], z=max(0.0, edges[entity].z - common))))
+    return min(shares, key=lambda s: s[1].z, default=None)
 
 
 def handed_over(

@@ -25,6 +25,7 @@ from rca.tools.metrics.analysis import (
     PROPAGATING,
     FamilyFinding,
     MetricProfile,
+    callers_wait,
     client_of,
     handed_over,
     inherited_z,
@@ -34,6 +35,7 @@ from rca.tools.metrics.analysis import (
     stock_deviation,
     stuck_at_zero,
     too_few_for_quantile,
+    waited_callee,
     waited_z,
     went_silent,
 )
@@ -173,6 +175,7 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
     reported = [s.timestamps[np.isfinite(s.values)] for s in incident_series]
     result.last_report = max((float(t.max()) for t in reported if t.size), default=result.last_report)
     result.silence = went_silent(incident_series, baselines, ctx.incident, ctx.onset)
+    _add_callers_wait(ctx, result, examined)
     if Family.ERRORS in result.findings and low_volume(incident_series, ctx.incident):
         del result.findings[Family.ERRORS]
         result.instances.pop(Family.ERRORS, None)
@@ -181,6 +184,69 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
     )
     ctx.cache[key] = result
     return result
+
+
+def _edge_waits(ctx: ToolContext, caller: str) -> dict[str, tuple[Deviation, MetricSeries]]:
+    """The caller's client-side wait on each callee it measures per call edge (a `client_` latency
+    series labelled `{caller=..,callee=..}`): the most deviating series per callee, with its deviation."""
+    key = f"metrics.edge_waits.{caller}"
+    cached = ctx.cache.get(key)
+    if isinstance(cached, dict):
+        return cached
+    out: dict[str, tuple[Deviation, MetricSeries]] = {}
+    incident_series, baseline_series = _series(ctx, caller)
+    bases = {(s.name, s.instance): s.within(ctx.baseline).values for s in baseline_series}
+    for series in incident_series:
+        callee = waited_callee(series.name, caller)
+        base = bases.get((series.name, series.instance))
+        if callee is None or base is None:
+            continue
+        dev = deviation(base, series.within(ctx.incident).values, Direction.UP, floor_for(Family.LATENCY))
+        if dev is not None and (callee not in out or dev.z > out[callee][0].z):
+            out[callee] = (dev, series.within(ctx.incident))
+    ctx.cache[key] = out
+    return out
+
+
+def _add_callers_wait(
+    ctx: ToolContext, result: MetricProfile, examined: dict[tuple[str, str | None], MetricSeries]
+) -> None:
+    """Take the entity's latency as its callers see it (`callers_wait`) as its latency finding, with the
+    caller's series it rests on, when it deviates more than the entity's own latency series: a delay
+    between the entity and its callers shows only in what they wait."""
+    entity, own = result.entity, result.findings.get(Family.LATENCY)
+    edges = {c: _edge_waits(ctx, c) for c in ctx.graph.callers(entity) if c != entity}
+    # A caller's wait on a callee that itself depends on the entity may be the entity's delay passed
+    # on: only its other callees tell whether the caller waits on its own side.
+    g = ctx.digraph
+    independent = {
+        c: {
+            callee: d
+            for callee, (d, _) in e.items()
+            if callee == entity or callee not in g or entity not in g or not nx.has_path(g, callee, entity)
+        }
+        for c, e in edges.items()
+    }
+    found = callers_wait(independent, entity)
+    if found is None or (own is not None and own.deviation.z >= found[1].z):
+        return
+    caller, dev = found
+    series = edges[caller][entity][1]
+    result.findings[Family.LATENCY] = FamilyFinding(
+        Family.LATENCY, series.name, None, dev, None, True, series.unit
+    )
+    examined[Family.LATENCY, None] = series
+
+
+def callers_see(ctx: ToolContext, entity: str) -> float | None:
+    """How far the most waiting of the entity's callers' waits on it rose (z), when any caller measures
+    its calls to it per edge (None otherwise)."""
+    waits = [
+        edges[entity][0].z
+        for c in ctx.graph.callers(entity)
+        if c != entity and entity in (edges := _edge_waits(ctx, c))
+    ]
+    return max(waits, default=None)
 
 
 def _client_wait(

@@ -9,16 +9,18 @@ from rca.core.hypotheses import Hypothesis
 from rca.telemetry.model import Direction, MetricSeries, TimeWindow
 from rca.tools.faults import FaultKind
 from rca.tools.metrics.analysis import (
+    callers_wait,
     dominance_for,
     requests_per_sample,
     stock_deviation,
     stuck_at_zero,
     too_few_for_quantile,
+    waited_callee,
 )
 from rca.tools.metrics.profile import own_z, short_reference_z, silent, spans_disown
 from rca.tools.metrics.seeding import kind_hint
 from rca.tools.metrics.tool import MetricsTool
-from rca.tools.stats import DOMINANCE, Family, deviation
+from rca.tools.stats import CONTESTED, DOMINANCE, Family, deviation
 from rca.tools.traces.profile import analyse as analyse_traces
 from tests.unit.tools import ONSET, FakeSource, context
 from tests.unit.tools.test_traces import _source  # back's own time rises; front waits on it
@@ -96,9 +98,13 @@ def test_a_series_flat_at_zero_before_onset_ranks_as_a_large_move_not_an_infinit
     assert 3.0 < z < 1e3
 
 
-def _latency_source(series: dict[str, dict[str, tuple[float, float, float]]]) -> FakeSource:
-    """A metered `front -> back` system: per entity and metric, (baseline level, baseline wobble, rise)
-    of a 1-minute series over the baseline and the incident (the rise starting at onset)."""
+def _latency_source(
+    series: dict[str, dict[str, tuple[float, float, float]]],
+    edges: tuple[tuple[str, str], ...] = (("front", "back"),),
+) -> FakeSource:
+    """A metered system (`front -> back` unless `edges` say otherwise): per entity and metric, (baseline
+    level, baseline wobble, rise) of a 1-minute series over the baseline and the incident (the rise
+    starting at onset)."""
 
     class Metered(FakeSource):
         def metric_names(self, entity: str) -> list[str]:
@@ -115,7 +121,7 @@ def _latency_source(series: dict[str, dict[str, tuple[float, float, float]]]) ->
                     out.append(MetricSeries(entity, name, "s", t[keep], v[keep], f"{entity}-pod"))
             return out
 
-    return Metered((("front", "back"),))
+    return Metered(edges)
 
 
 def test_a_caller_that_waits_on_its_callee_is_a_victim_however_quiet_its_baseline() -> None:
@@ -155,6 +161,107 @@ def test_a_server_latency_matched_by_the_entitys_own_client_wait_is_waiting_not_
     )
     assert own_z(context(waits), "front", Family.LATENCY)[0] < 3.0
     assert own_z(context(works), "front", Family.LATENCY)[0] > 3.0
+
+
+def _wait(caller: str, callee: str) -> str:
+    return f"client_latency_p50{{caller={caller},callee={callee}}}"
+
+
+# front calls mid and back, mid calls back and other; the callers measure each call edge's wait.
+_EDGES = (("front", "mid"), ("front", "back"), ("mid", "back"), ("mid", "other"))
+
+
+def test_a_delay_on_the_callees_network_shows_only_in_what_all_its_callers_wait() -> None:
+    """Network delay, metrics alone: back's own server latency does not move (the delay sits on its
+    network, outside its server-side measurement), yet both its callers wait 0.3 s longer on it. back is
+    the origin; mid, whose server latency rose by what it waits on back, is a victim."""
+    source = _latency_source(
+        {
+            "front": {
+                _wait("front", "mid"): (0.01, 0.0005, 0.3),
+                _wait("front", "back"): (0.01, 0.0005, 0.3),
+            },
+            "mid": {
+                "latency_p90": (0.02, 0.001, 0.3),
+                _wait("mid", "back"): (0.01, 0.0005, 0.3),
+                _wait("mid", "other"): (0.01, 0.0005, 0.0),
+            },
+            "back": {"latency_p90": (0.01, 0.0005, 0.0)},
+            "other": {"latency_p90": (0.01, 0.0005, 0.0)},
+        },
+        _EDGES,
+    )
+    ctx = context(source)
+    assert own_z(ctx, "back", Family.LATENCY)[0] > 3.0
+    mid_own, mid_raw, culprit = own_z(ctx, "mid", Family.LATENCY)
+    assert mid_raw > 3.0
+    assert mid_own < 3.0
+    assert culprit == "back"
+    assert own_z(ctx, "other", Family.LATENCY)[0] < 3.0  # mid's other callee: nobody waits on it
+
+
+def test_a_caller_that_waits_on_every_callee_alike_is_waiting_on_its_own_side() -> None:
+    """mid waits 0.3 s longer on both its callees (its own network or CPU) and front does not wait on
+    back at all: neither callee is delayed."""
+    source = _latency_source(
+        {
+            "front": {
+                _wait("front", "mid"): (0.01, 0.0005, 0.3),
+                _wait("front", "back"): (0.01, 0.0005, 0.0),
+            },
+            "mid": {_wait("mid", "back"): (0.01, 0.0005, 0.3), _wait("mid", "other"): (0.01, 0.0005, 0.3)},
+            "back": {"latency_p90": (0.01, 0.0005, 0.0)},
+            "other": {"latency_p90": (0.01, 0.0005, 0.0)},
+        },
+        _EDGES,
+    )
+    ctx = context(source)
+    assert own_z(ctx, "back", Family.LATENCY)[0] < 3.0
+    assert own_z(ctx, "other", Family.LATENCY)[0] < 3.0
+    assert own_z(ctx, "mid", Family.LATENCY)[0] > 3.0  # what front waits on mid is mid's
+
+
+def test_the_callers_wait_is_the_least_any_caller_waits_beyond_its_other_callees() -> None:
+    """The pure rule: one caller that waits longer on a callee while another caller of it does not is
+    no delay of the callee's; a wait common to all of a caller's callees is the caller's own."""
+    up = deviation(np.zeros(10) + 0.01, np.array([0.4]), Direction.UP)
+    flat = deviation(np.zeros(10) + 0.01, np.array([0.01]), Direction.UP)
+    assert up is not None
+    assert flat is not None
+    assert callers_wait({"a": {"x": up}, "b": {"x": up, "y": flat}}, "x") == ("a", up)
+    one_waits = callers_wait({"a": {"x": up}, "b": {"x": flat}}, "x")
+    assert one_waits is not None
+    assert one_waits[1].z <= 0.0
+    all_alike = callers_wait({"a": {"x": up, "y": up}}, "x")
+    assert all_alike is not None
+    assert all_alike[1].z == 0.0
+    assert callers_wait({"a": {"y": up}}, "x") is None
+    assert waited_callee("client_latency_p50{caller=a,callee=x}", "a") == "x"
+    assert waited_callee("client_latency_p50{caller=b,callee=x}", "a") is None  # another caller's
+    assert waited_callee("latency_p50{caller=a,callee=x}", "a") is None  # the callee's own side
+    assert waited_callee("client_success_rate{caller=a,callee=x}", "a") is None  # not a latency
+
+
+def test_a_latency_none_of_its_callers_waits_on_cannot_prove_it_the_origin() -> None:
+    """back's server latency rises 0.3 s: when front measures its calls to back and waits no longer on
+    them, the rise does not reach the callers and the metrics cannot prove back the origin; when front
+    waits 0.3 s longer, they can."""
+    hypothesis = Hypothesis(id="h", entity="back", fault_kind="latency")
+    quiet = ("o1", "o2", "o3")  # front's other callees, at peace: the incident's noise floor
+    callees = ("back", *quiet)
+    scores = []
+    for waited in (0.0, 0.3):
+        source = _latency_source(
+            {
+                "front": {_wait("front", c): (0.01, 0.0005, waited if c == "back" else 0.0) for c in callees},
+                "back": {"latency_p90": (0.01, 0.0005, 0.3)},
+                **{c: {"latency_p90": (0.01, 0.0005, 0.0)} for c in quiet},
+            },
+            tuple(("front", c) for c in callees),
+        )
+        result = MetricsTool().run(context(source), hypothesis)
+        scores.append(result.signals["anomaly_score"])
+    assert scores[0] <= CONTESTED < scores[1]
 
 
 def test_a_request_counter_at_zero_throughout_leaves_the_volume_unknown() -> None:
