@@ -11,7 +11,10 @@ Nezha loader reads a day's folder: the normal rows are moved there by whole days
 the collector's tick are kept, and only the rows around the case are written. TrainTicket's case
 minutes are the three minute files of the dataset's layout (`HH_MM_log.csv.gz`, `HH_MM_trace.csv.gz`,
 `HH_MM_traceid.csv.gz`), the onset inside the first, built from the construct data moved by whole
-minutes (every clock in a row is moved: the columns and the log line's own clock). The loader's rule
+minutes (every clock in a row is moved: the columns and the log line's own clock). Each TrainTicket
+case also has its own fault-free minute, `construct_data/<synthetic day>/`, as the recorded days do;
+it and the case minutes are bootstrapped from two disjoint halves of the construct minute's traces, so
+that the engine's reference and incident are separate draws of normal behaviour. The loader's rule
 finds TrainTicket's alert from the minute files, as for recorded cases; Online Boutique's index alert
 is `detected T`, the shared rule's first firing on the front end rounded up to the minute plus one
 minute, as the dataset's README defines it.
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from functools import cache
 from pathlib import Path
@@ -59,6 +63,10 @@ AFTER = 25 * MINUTE  # and after it (the loader reads 10 minutes past the case)
 FIRST_DAY = date(2100, 1, 1)  # synthetic days: far from any recording, one per case
 SYSTEM_DAYS = {"TrainTicket": 0, "OnlineBoutique": 20_000}  # keeps the two systems' days apart
 CASE_MINUTES = 3  # a Nezha case window is three minute files
+# The case's own fault-free minute (its `construct_data/<day>/` file) ends this long before the first
+# case minute: inside the loader's 30-minute baseline, and clear of the 10 minutes before the alert
+# that the engine's incident window takes in.
+NORMAL_BEFORE = 20 * MINUTE
 SERVER_LATENCY = ("PodServerLatencyP90(s)", "PodServerLatencyP95(s)", "PodServerLatencyP99(s)")
 CLIENT_LATENCY = ("PodClientLatencyP90(s)", "PodClientLatencyP95(s)", "PodClientLatencyP99(s)")
 FRONT_LATENCY = ("LatencyP50(s)", "LatencyP90(s)", "LatencyP95(s)", "LatencyP99(s)")
@@ -185,7 +193,14 @@ class NezhaInjector:
         pod = sorted(p for p in self.pods if service_of(p) == fault.entity)
         target_pod = pod[int(d.rng.integers(len(pod)))]
         share = float(d.rng.uniform(*MAGNITUDES[Kind.ERRORS]))  # callers' failing share (pod failure)
-        spans, logs = self._minutes(minutes, tick, d) if self.has_traces else (None, None)
+        spans, logs = None, None
+        if self.has_traces:
+            normal_pool, fault_pool = self._pools(path, d)
+            spans, logs = self._minutes(fault_pool, minutes, d)
+            normal_end = minutes[0] - NORMAL_BEFORE
+            self._write_minutes(
+                out, "construct_data", day, [normal_end], tick, *self._minutes(normal_pool, [normal_end], d)
+            )
         added = self._added_latency(fault, d, target_pod, keep, spans)
         effects = _Effects(fault, d, path, target_pod, onset, added, share)
 
@@ -207,11 +222,12 @@ class NezhaInjector:
         alert = ""
         if spans is not None and logs is not None:
             spans, logs = effects.traces(spans, logs)
-            self._write_minutes(out, day, minutes, tick, spans, logs)
+            self._write_minutes(out, "rca_data", day, minutes, tick, spans, logs)
             labels = ",".join(_hhmm(m) for m in minutes)
             files = [
                 f"nezha/rca_data/{day}/metric/*",
                 f"nezha/rca_data/{day}/{{log,trace,traceid}}/{{{labels}}}_*.csv.gz",
+                f"normal: nezha/construct_data/{day}/",
             ]
         else:
             written_front = pd.read_csv(metric_out / "front_service.csv.gz")
@@ -285,11 +301,13 @@ class NezhaInjector:
         end = datetime.fromisoformat(f"{self.day} {hh}:{mm}:00").replace(tzinfo=UTC).timestamp()
         return path, end
 
-    def _minutes(self, minutes: list[float], tick: float, d: Draw) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """(spans, logs) of the case minutes: each minute a bootstrap of the construct file's own minute
-        (whole traces drawn with replacement, ids made unique per copy, every clock moved)."""
+    @cache  # noqa: B019 - one injector per suite; the construct minute is read once
+    def _construct_minute(self) -> _Pool:
+        """Whole traces of the construct file's own minute, with their logs, and the logs of no trace."""
         trace_path, end = self._construct("trace")
         log_path, _ = self._construct("log")
+        front = self._table(str(self.metric_dir / "front_service.csv.gz"))
+        tick = float(np.median(np.mod(front["_t"].to_numpy(dtype=np.float64), MINUTE)))
         spans = pd.read_csv(trace_path, dtype={"TraceID": str, "SpanID": str, "ParentID": str})
         logs = pd.read_csv(log_path, dtype={"TraceID": str, "SpanID": str})
         root_start = spans.groupby("TraceID")["StartTimeUnixNano"].transform("min") / 1e9
@@ -297,14 +315,50 @@ class NezhaInjector:
         log_t = logs["TimeUnixNano"].astype(np.int64) / 1e9
         logs = logs[(log_t >= end - MINUTE + tick) & (log_t < end + tick)]
         traces = sorted(spans["TraceID"].unique())
+        return _Pool(end, spans, logs, traces, np.flatnonzero(~logs["TraceID"].isin(traces).to_numpy()))
+
+    def _pools(self, path: tuple[str, ...], d: Draw) -> tuple[_Pool, _Pool]:
+        """(normal pool, fault pool): the construct minute's traces (and logs of no trace) split in two
+        disjoint halves by the seed, so a case's fault-free minute and its fault minutes are separate
+        draws of normal behaviour, not copies of one. The traces that reach the entity by the injected
+        path are split on their own, so both halves hold the operation the fault sits in."""
+        minute = self._construct_minute()
+        spans = minute.spans
+        parent = dict(zip(spans["SpanID"], spans["ParentID"], strict=False))
+        owner = dict(zip(spans["SpanID"], spans["PodName"].map(service_of), strict=False))
+        on_path = {
+            t
+            for t, sid, ent in zip(
+                spans["TraceID"], spans["SpanID"], spans["PodName"].map(service_of), strict=True
+            )
+            if ent == path[0] and _chain(sid, parent, owner) == path[1:]
+        }
+        normal: list[str] = []
+        fault: list[str] = []
+        for group in (
+            [t for t in minute.traces if t in on_path],
+            [t for t in minute.traces if t not in on_path],
+        ):
+            order = d.rng.permutation(len(group))
+            half = len(group) // 2  # the fault minutes get the odd one out
+            normal.extend(group[i] for i in sorted(order[:half]))
+            fault.extend(group[i] for i in sorted(order[half:]))
+        loose = d.rng.permutation(minute.loose)
+        half = len(loose) // 2
+        return minute.subset(normal, np.sort(loose[:half])), minute.subset(fault, np.sort(loose[half:]))
+
+    def _minutes(self, pool: _Pool, minutes: list[float], d: Draw) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """(spans, logs) of the minutes ending at `minutes`: each a bootstrap of `pool` to the construct
+        minute's own volume (whole traces and logs of no trace drawn with replacement, ids made unique
+        per copy, every clock moved)."""
+        spans, logs, traces = pool.spans, pool.logs, pool.traces
         span_rows = {t: np.flatnonzero(spans["TraceID"].to_numpy() == t) for t in traces}
         log_ids = logs["TraceID"].to_numpy()
         log_rows = {t: np.flatnonzero(log_ids == t) for t in traces}
-        loose = logs[~logs["TraceID"].isin(traces)]
         span_parts, log_parts = [], []
         for k, minute_end in enumerate(minutes):
-            move = minute_end - end
-            picks: list[int] = d.rng.integers(len(traces), size=len(traces)).tolist() if traces else []
+            move = minute_end - pool.end
+            picks: list[int] = d.rng.integers(len(traces), size=pool.volume).tolist() if traces else []
             tags = [f"{k:x}{j:05x}" for j in range(len(picks))]
             chosen = [traces[i] for i in picks]
             rows = np.concatenate([span_rows[t] for t in chosen]) if chosen else np.array([], dtype=int)
@@ -317,7 +371,10 @@ class NezhaInjector:
             log_parts.append(
                 _moved_logs(logs.iloc[np.concatenate(lrows)] if lrows else logs.iloc[:0], move, ltags)
             )
-            log_parts.append(_moved_logs(loose, move, np.full(len(loose), "", dtype=object)))
+            loose = pool.loose
+            if len(loose):
+                loose = loose[d.rng.integers(len(loose), size=pool.loose_volume)]
+            log_parts.append(_moved_logs(logs.iloc[loose], move, np.full(len(loose), "", dtype=object)))
         spans_out = pd.concat(span_parts, ignore_index=True)
         logs_out = pd.concat(log_parts, ignore_index=True)
         spans_out["entity"] = spans_out["PodName"].map(service_of)
@@ -325,9 +382,17 @@ class NezhaInjector:
         return spans_out, logs_out
 
     def _write_minutes(
-        self, out: Path, day: str, minutes: list[float], tick: float, spans: pd.DataFrame, logs: pd.DataFrame
+        self,
+        out: Path,
+        folder: str,
+        day: str,
+        minutes: list[float],
+        tick: float,
+        spans: pd.DataFrame,
+        logs: pd.DataFrame,
     ) -> None:
-        base = out / "nezha" / "rca_data" / day
+        """The minute files `HH_MM_{log,trace,traceid}.csv.gz` of `minutes` in `nezha/<folder>/<day>/`."""
+        base = out / "nezha" / folder / day
         for sub in ("log", "trace", "traceid"):
             (base / sub).mkdir(parents=True, exist_ok=True)
         span_root_start = spans.groupby("TraceID")["StartTimeUnixNano"].transform("min") / 1e9
@@ -343,6 +408,44 @@ class NezhaInjector:
             pd.Series(sel["TraceID"].unique()).to_csv(
                 base / "traceid" / f"{label}_traceid.csv.gz", index=False, header=False
             )
+
+
+@dataclass(frozen=True)
+class _Pool:
+    """Normal records to bootstrap minutes from: whole traces (spans and their logs) and logs of no
+    trace, of the construct minute ending at `end`, drawn to that minute's own volume."""
+
+    end: float
+    spans: pd.DataFrame
+    logs: pd.DataFrame
+    traces: list[str]
+    loose: np.ndarray  # row positions in `logs` of the lines of no trace
+    volume: int = -1  # traces per minute (-1: as many as `traces`)
+    loose_volume: int = -1  # lines of no trace per minute (-1: as many as `loose`)
+
+    def __post_init__(self) -> None:
+        if self.volume < 0:
+            object.__setattr__(self, "volume", len(self.traces))
+        if self.loose_volume < 0:
+            object.__setattr__(self, "loose_volume", len(self.loose))
+
+    def subset(self, traces: list[str], loose: np.ndarray) -> _Pool:
+        """The pool of these traces and lines of no trace, bootstrapped to this pool's volume."""
+        keep = set(traces)
+        spans = self.spans[self.spans["TraceID"].isin(keep)]
+        in_trace = self.logs["TraceID"].isin(keep).to_numpy()
+        rows = np.zeros(len(self.logs), dtype=bool)
+        rows[loose] = True
+        logs = self.logs[in_trace | rows]
+        return _Pool(
+            self.end,
+            spans,
+            logs,
+            traces,
+            np.flatnonzero(rows[in_trace | rows]),
+            self.volume,
+            self.loose_volume,
+        )
 
 
 class _Effects:

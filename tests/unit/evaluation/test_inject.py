@@ -28,7 +28,7 @@ from rca.evaluation.inject import (
 )
 from rca.evaluation.injectors import INJECTORS
 from rca.telemetry.cases import load_case, parse_alert_hint, read_index
-from rca.telemetry.model import DependencyGraph, Edge, Entity
+from rca.telemetry.model import DependencyGraph, Edge, Entity, TimeWindow
 
 REPO = Path(__file__).resolve().parents[3]
 DATA = REPO.parent / "shared" / "data"
@@ -175,3 +175,40 @@ def test_inject_command(tmp_path: Path) -> None:
         call_command("inject", "--data", str(DATA), "--out", str(tmp_path), "--limit", "0")
     with pytest.raises(CommandError, match="--data"):
         call_command("inject", "--data", str(tmp_path / "none"), "--out", str(tmp_path))
+
+
+@needs_data
+@pytest.mark.slow
+def test_a_trainticket_case_has_a_normal_minute_of_its_own(tmp_path: Path) -> None:
+    """Its `construct_data/<day>/` minute, as the recorded days have, drawn from other normal traces
+    than its fault minutes, free of the fault, and read by the loader before the case."""
+    injector = INJECTORS["nezha-tt"](DATA)
+    suite = generate([injector], tmp_path, seed=5, kinds=(Kind.ERRORS,), limit=1)
+    (written,) = suite.cases
+    day = written.row["files"].split("/")[2]
+    assert f"normal: nezha/construct_data/{day}/" in written.row["files"]
+    normal = tmp_path / "nezha" / "construct_data" / day
+    (trace_file,) = sorted((normal / "trace").glob("*_trace.csv.gz"))
+    (log_file,) = sorted((normal / "log").glob("*_log.csv.gz"))
+    assert (normal / "traceid" / trace_file.name.replace("trace", "traceid")).is_file()
+    case_dir = tmp_path / "nezha" / "rca_data" / day
+
+    def source_traces(paths: list[Path]) -> set[str]:
+        # A bootstrap copy's ids carry a 6-character tag after the recorded id.
+        return {t[:-6] for p in paths for t in pd.read_csv(p, dtype={"TraceID": str})["TraceID"]}
+
+    fault_traces = source_traces(sorted((case_dir / "trace").glob("*_trace.csv.gz")))
+    normal_traces = source_traces([trace_file])
+    assert normal_traces
+    assert fault_traces
+    assert not normal_traces & fault_traces
+    # The fault's error lines are in the case minutes only (the recorded minute has errors of its own).
+    injected = "Exception while handling request"
+    assert not pd.read_csv(log_file)["Log"].str.contains(injected).any()
+    case_logs = pd.concat(pd.read_csv(p) for p in sorted((case_dir / "log").glob("*_log.csv.gz")))
+    assert case_logs["Log"].str.contains(injected).any()
+    # The loader reads the normal minute (before the case) together with the case's own minutes.
+    ref = next(r for r in read_index(tmp_path, split="synthetic") if r.case_id == written.row["case_id"])
+    case = load_case(tmp_path, ref)
+    before = case.source.spans(TimeWindow(case.window.start - 3600.0, case.window.start))
+    assert {s.entity for s in before} >= set(written.path)
