@@ -63,10 +63,13 @@ AFTER = 25 * MINUTE  # and after it (the loader reads 10 minutes past the case)
 FIRST_DAY = date(2100, 1, 1)  # synthetic days: far from any recording, one per case
 SYSTEM_DAYS = {"TrainTicket": 0, "OnlineBoutique": 20_000}  # keeps the two systems' days apart
 CASE_MINUTES = 3  # a Nezha case window is three minute files
-# The case's own fault-free minute (its `construct_data/<day>/` file) ends this long before the first
+# The case's own fault-free minutes (its `construct_data/<day>/` files) end this long before the first
 # case minute: inside the loader's 30-minute baseline, and clear of the 10 minutes before the alert
-# that the engine's incident window takes in.
+# that the engine's incident window takes in. There are as many as the case has minutes, so that the
+# reference holds as many records as the incident (a service that one request in ten reaches has a
+# handful of spans a minute).
 NORMAL_BEFORE = 20 * MINUTE
+NORMAL_MINUTES = CASE_MINUTES
 SERVER_LATENCY = ("PodServerLatencyP90(s)", "PodServerLatencyP95(s)", "PodServerLatencyP99(s)")
 CLIENT_LATENCY = ("PodClientLatencyP90(s)", "PodClientLatencyP95(s)", "PodClientLatencyP99(s)")
 FRONT_LATENCY = ("LatencyP50(s)", "LatencyP90(s)", "LatencyP95(s)", "LatencyP99(s)")
@@ -197,9 +200,9 @@ class NezhaInjector:
         if self.has_traces:
             normal_pool, fault_pool = self._pools(path, d)
             spans, logs = self._minutes(fault_pool, minutes, d)
-            normal_end = minutes[0] - NORMAL_BEFORE
+            normal = [minutes[0] - NORMAL_BEFORE - k * MINUTE for k in reversed(range(NORMAL_MINUTES))]
             self._write_minutes(
-                out, "construct_data", day, [normal_end], tick, *self._minutes(normal_pool, [normal_end], d)
+                out, "construct_data", day, normal, tick, *self._minutes(normal_pool, normal, d)
             )
         added = self._added_latency(fault, d, target_pod, keep, spans)
         effects = _Effects(fault, d, path, target_pod, onset, added, share)
@@ -523,9 +526,18 @@ class _Effects:
         onset_ns = self.onset * 1e9
         parent = dict(zip(spans["SpanID"], spans["ParentID"], strict=False))
         owner = dict(zip(spans["SpanID"], spans["entity"], strict=False))
+        # The fault acts once per request the entity serves: on its entry span (the one its caller's
+        # span is the parent of), not again on each of its own nested spans (a controller, a repository,
+        # a query inside one request), which would multiply the delay or the failing share per request
+        # by the depth of its own code, beyond what its metrics show.
         hit = []
         for sid, ent, start in zip(spans["SpanID"], spans["entity"], spans["StartTimeUnixNano"], strict=True):
-            if ent == self.fault.entity and start >= onset_ns and _chain(sid, parent, owner) == self.path[1:]:
+            if (
+                ent == self.fault.entity
+                and start >= onset_ns
+                and owner.get(parent.get(sid, "")) != ent
+                and _chain(sid, parent, owner) == self.path[1:]
+            ):
                 hit.append(sid)
         if not hit:
             return spans, logs

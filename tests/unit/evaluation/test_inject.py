@@ -188,23 +188,27 @@ def test_a_trainticket_case_has_a_normal_minute_of_its_own(tmp_path: Path) -> No
     day = written.row["files"].split("/")[2]
     assert f"normal: nezha/construct_data/{day}/" in written.row["files"]
     normal = tmp_path / "nezha" / "construct_data" / day
-    (trace_file,) = sorted((normal / "trace").glob("*_trace.csv.gz"))
-    (log_file,) = sorted((normal / "log").glob("*_log.csv.gz"))
-    assert (normal / "traceid" / trace_file.name.replace("trace", "traceid")).is_file()
     case_dir = tmp_path / "nezha" / "rca_data" / day
+    trace_files = sorted((normal / "trace").glob("*_trace.csv.gz"))
+    log_files = sorted((normal / "log").glob("*_log.csv.gz"))
+    # As many normal minutes as the case has, each with its three files.
+    assert len(trace_files) == len(log_files) == len(list((case_dir / "trace").glob("*_trace.csv.gz")))
+    for trace_file in trace_files:
+        assert (normal / "traceid" / trace_file.name.replace("trace", "traceid")).is_file()
 
     def source_traces(paths: list[Path]) -> set[str]:
         # A bootstrap copy's ids carry a 6-character tag after the recorded id.
         return {t[:-6] for p in paths for t in pd.read_csv(p, dtype={"TraceID": str})["TraceID"]}
 
     fault_traces = source_traces(sorted((case_dir / "trace").glob("*_trace.csv.gz")))
-    normal_traces = source_traces([trace_file])
+    normal_traces = source_traces(trace_files)
     assert normal_traces
     assert fault_traces
     assert not normal_traces & fault_traces
     # The fault's error lines are in the case minutes only (the recorded minute has errors of its own).
     injected = "Exception while handling request"
-    assert not pd.read_csv(log_file)["Log"].str.contains(injected).any()
+    normal_logs = pd.concat(pd.read_csv(p) for p in log_files)
+    assert not normal_logs["Log"].str.contains(injected).any()
     case_logs = pd.concat(pd.read_csv(p) for p in sorted((case_dir / "log").glob("*_log.csv.gz")))
     assert case_logs["Log"].str.contains(injected).any()
     # The loader reads the normal minute (before the case) together with the case's own minutes.
@@ -212,3 +216,30 @@ def test_a_trainticket_case_has_a_normal_minute_of_its_own(tmp_path: Path) -> No
     case = load_case(tmp_path, ref)
     before = case.source.spans(TimeWindow(case.window.start - 3600.0, case.window.start))
     assert {s.entity for s in before} >= set(written.path)
+
+
+@needs_data
+@pytest.mark.slow
+def test_a_trainticket_delay_acts_once_per_request(tmp_path: Path) -> None:
+    """The delay lengthens the entity's entry span (the one its caller called), not again each of its
+    own nested spans: a request through it waits one delay, as its metrics say."""
+    injector = INJECTORS["nezha-tt"](DATA)
+    entity = "ts-station-food-service"  # serves each request through four nested spans of its own
+    suite = generate([injector], tmp_path, seed=2, kinds=(Kind.LATENCY,), entities=(entity,))
+    (written,) = suite.cases
+    day = written.row["files"].split("/")[2]
+
+    def last_minute(folder: str) -> pd.DataFrame:
+        """The entity's spans of the folder's last minute file, `nested` when its parent is its own."""
+        last = sorted((tmp_path / "nezha" / folder / day / "trace").glob("*_trace.csv.gz"))[-1]
+        frame = pd.read_csv(last, dtype={"SpanID": str, "ParentID": str})
+        owner = dict(zip(frame["SpanID"], frame["PodName"].str.rsplit("-", n=2).str[0], strict=True))
+        mine = frame[frame["PodName"].str.startswith(entity)]
+        nested = mine["ParentID"].map(owner) == entity
+        return mine.assign(nested=nested.to_numpy(), seconds=mine["Duration"] / 1e6)
+
+    after = last_minute("rca_data")  # the last case minute lies wholly after onset
+    before = last_minute("construct_data")
+    rise = after.loc[~after["nested"], "seconds"].max() - before.loc[~before["nested"], "seconds"].max()
+    assert rise > 0.09  # the smallest delay (100 ms) less its noise
+    assert after.loc[after["nested"], "seconds"].max() < before.loc[before["nested"], "seconds"].max() + 0.09
