@@ -12,7 +12,7 @@ the collector's tick are kept, and only the rows around the case are written. Tr
 minutes are the three minute files of the dataset's layout (`HH_MM_log.csv.gz`, `HH_MM_trace.csv.gz`,
 `HH_MM_traceid.csv.gz`), the onset inside the first, built from the construct data moved by whole
 minutes (every clock in a row is moved: the columns and the log line's own clock). Each TrainTicket
-case also has its own fault-free minute, `construct_data/<synthetic day>/`, as the recorded days do;
+case also has its own fault-free minutes, `construct_data/<synthetic day>/`, as the recorded days do;
 it and the case minutes are bootstrapped from two disjoint halves of the construct minute's traces, so
 that the engine's reference and incident are separate draws of normal behaviour. The loader's rule
 finds TrainTicket's alert from the minute files, as for recorded cases; Online Boutique's index alert
