@@ -17,6 +17,7 @@ from django.core.management.base import CommandError
 from rca.evaluation.ground_truth import ground_truth
 from rca.evaluation.inject import (
     INDEX_COLUMNS,
+    Draw,
     Fault,
     Kind,
     digraph,
@@ -27,6 +28,7 @@ from rca.evaluation.inject import (
     step_profile,
 )
 from rca.evaluation.injectors import INJECTORS
+from rca.evaluation.injectors.petshop import _apply, _reached
 from rca.telemetry.cases import load_case, parse_alert_hint, read_index
 from rca.telemetry.model import DependencyGraph, Edge, Entity, TimeWindow
 
@@ -41,6 +43,15 @@ SAMPLE = {
     "nezha-ob": (Kind.LATENCY, Kind.POD_FAILURE),
     "nezha-tt": (Kind.LATENCY, Kind.ERRORS),
 }
+
+# One PetShop node's columns: requests, availability and latency statistics.
+REQUEST_COLUMNS = (
+    ("requests", "Sum"),
+    ("availability", "Average"),
+    ("latency", "Average"),
+    ("latency", "p50"),
+    ("latency", "p95"),
+)
 
 
 def _graph(*edges: tuple[str, str]) -> nx.DiGraph:
@@ -243,3 +254,31 @@ def test_a_trainticket_delay_acts_once_per_request(tmp_path: Path) -> None:
     rise = after.loc[~after["nested"], "seconds"].max() - before.loc[~before["nested"], "seconds"].max()
     assert rise > 0.09  # the smallest delay (100 ms) less its noise
     assert after.loc[after["nested"], "seconds"].max() < before.loc[before["nested"], "seconds"].max() + 0.09
+
+
+def test_a_caller_suffers_only_for_the_requests_that_reached_the_fault() -> None:
+    """PetShop: a caller fails or waits for the share of its requests that reached the faulty entity
+    (each of the entity's requests answers at most one of the caller's); percentiles move only once
+    more than their tail share waits."""
+    columns = pd.MultiIndex.from_tuples(
+        [(node, metric, stat) for node in ("fe", "db") for metric, stat in REQUEST_COLUMNS]
+    )
+    frame = pd.DataFrame(
+        [[500.0, 100.0, 0.1, 0.05, 0.3, 50.0, 100.0, 0.01, 0.01, 0.02]] * 5, columns=columns, dtype=float
+    )
+    d = Draw(np.random.default_rng(0), 0.4)
+    errors = frame.copy()
+    _apply(errors, Fault("petshop", Kind.ERRORS, "db", 0), ("db", "fe"), nx.DiGraph(), np.ones(5), d)
+    db_failed = 1.0 - errors[("db", "availability", "Average")] / 100.0
+    fe_failed = 1.0 - errors[("fe", "availability", "Average")] / 100.0
+    assert db_failed.mean() == pytest.approx(0.4, abs=0.05)
+    assert fe_failed.mean() == pytest.approx(0.4 * 50 / 500, abs=0.01)  # a tenth of its requests
+    latency = frame.copy()
+    _apply(latency, Fault("petshop", Kind.LATENCY, "db", 0), ("db", "fe"), nx.DiGraph(), np.ones(5), d)
+    rise = (latency - frame).mean()
+    assert rise[("db", "latency", "p50")] == pytest.approx(0.4, abs=0.05)
+    assert rise[("fe", "latency", "Average")] == pytest.approx(0.04, abs=0.01)
+    assert rise[("fe", "latency", "p95")] == pytest.approx(0.4, abs=0.05)  # 10 % wait: the top 5 % do
+    assert rise[("fe", "latency", "p50")] == 0.0
+    # A count not recorded: every request is taken to reach it, as before.
+    assert _reached(frame.drop(columns=[("db", "requests", "Sum")]), "db", "fe") == 1.0
