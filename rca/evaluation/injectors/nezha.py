@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from functools import cache
 from pathlib import Path
@@ -135,9 +135,9 @@ class NezhaInjector:
     @cache  # noqa: B019 - one injector per suite
     def _chains(self) -> dict[str, list[tuple[str, ...]]]:
         """Per service, the caller chains (nearest caller first, ending at the entry) its spans in the
-        construct minute were reached by."""
-        path, _ = self._construct("trace")
-        spans = pd.read_csv(path, dtype={"TraceID": str, "SpanID": str, "ParentID": str})
+        construct minute were reached by (the minute the case minutes are drawn from, not the stray
+        seconds around it: a chain only they hold would never reach a case minute)."""
+        spans = self._construct_minute().spans
         parent = dict(zip(spans["SpanID"], spans["ParentID"], strict=False))
         owner = dict(zip(spans["SpanID"], spans["PodName"].map(service_of), strict=False))
         chains: dict[str, set[tuple[str, ...]]] = {}
@@ -318,7 +318,8 @@ class NezhaInjector:
         log_t = logs["TimeUnixNano"].astype(np.int64) / 1e9
         logs = logs[(log_t >= end - MINUTE + tick) & (log_t < end + tick)]
         traces = sorted(spans["TraceID"].unique())
-        return _Pool(end, spans, logs, traces, np.flatnonzero(~logs["TraceID"].isin(traces).to_numpy()))
+        loose = np.flatnonzero(~logs["TraceID"].isin(traces).to_numpy())
+        return _Pool(end, spans, logs, traces, loose, len(traces), len(loose))
 
     def _pools(self, path: tuple[str, ...], d: Draw) -> tuple[_Pool, _Pool]:
         """(normal pool, fault pool): the construct minute's traces (and logs of no trace) split in two
@@ -336,32 +337,37 @@ class NezhaInjector:
             )
             if ent == path[0] and _chain(sid, parent, owner) == path[1:]
         }
-        normal: list[str] = []
-        fault: list[str] = []
+        halves: list[tuple[list[str], list[str]]] = []
         for group in (
             [t for t in minute.traces if t in on_path],
             [t for t in minute.traces if t not in on_path],
         ):
             order = d.rng.permutation(len(group))
             half = len(group) // 2  # the fault minutes get the odd one out
-            normal.extend(group[i] for i in sorted(order[:half]))
-            fault.extend(group[i] for i in sorted(order[half:]))
+            # A single recorded request through the operation is all there is of it: both use it.
+            normal = order if len(group) == 1 else order[:half]
+            halves.append(([group[i] for i in sorted(normal)], [group[i] for i in sorted(order[half:])]))
+        (normal_path, fault_path), (normal_rest, fault_rest) = halves
         loose = d.rng.permutation(minute.loose)
         half = len(loose) // 2
-        return minute.subset(normal, np.sort(loose[:half])), minute.subset(fault, np.sort(loose[half:]))
+        stratum = len([t for t in minute.traces if t in on_path])
+        return (
+            minute.subset(normal_path, normal_rest, np.sort(loose[:half]), stratum),
+            minute.subset(fault_path, fault_rest, np.sort(loose[half:]), stratum),
+        )
 
     def _minutes(self, pool: _Pool, minutes: list[float], d: Draw) -> tuple[pd.DataFrame, pd.DataFrame]:
         """(spans, logs) of the minutes ending at `minutes`: each a bootstrap of `pool` to the construct
         minute's own volume (whole traces and logs of no trace drawn with replacement, ids made unique
         per copy, every clock moved)."""
-        spans, logs, traces = pool.spans, pool.logs, pool.traces
+        spans, logs, traces = pool.spans, pool.logs, [*pool.on_path, *pool.traces]
         span_rows = {t: np.flatnonzero(spans["TraceID"].to_numpy() == t) for t in traces}
         log_ids = logs["TraceID"].to_numpy()
         log_rows = {t: np.flatnonzero(log_ids == t) for t in traces}
         span_parts, log_parts = [], []
         for k, minute_end in enumerate(minutes):
             move = minute_end - pool.end
-            picks: list[int] = d.rng.integers(len(traces), size=pool.volume).tolist() if traces else []
+            picks = pool.picks(d.rng)
             tags = [f"{k:x}{j:05x}" for j in range(len(picks))]
             chosen = [traces[i] for i in picks]
             rows = np.concatenate([span_rows[t] for t in chosen]) if chosen else np.array([], dtype=int)
@@ -416,39 +422,40 @@ class NezhaInjector:
 @dataclass(frozen=True)
 class _Pool:
     """Normal records to bootstrap minutes from: whole traces (spans and their logs) and logs of no
-    trace, of the construct minute ending at `end`, drawn to that minute's own volume."""
+    trace, of the construct minute ending at `end`, drawn to that minute's own volume. The traces
+    that reach the faulty entity by the injected path (`on_path`) are drawn apart, as many per minute
+    as the recorded minute holds (the load generator's steady mix): with a handful of them, a free
+    draw would often leave a minute, or the whole normal period, without the operation at all."""
 
     end: float
     spans: pd.DataFrame
     logs: pd.DataFrame
-    traces: list[str]
+    traces: list[str]  # the traces not on the path
     loose: np.ndarray  # row positions in `logs` of the lines of no trace
-    volume: int = -1  # traces per minute (-1: as many as `traces`)
-    loose_volume: int = -1  # lines of no trace per minute (-1: as many as `loose`)
+    volume: int  # traces per minute, on the path or not
+    loose_volume: int  # lines of no trace per minute
+    on_path: list[str] = field(default_factory=list)
+    on_path_volume: int = 0  # traces on the path per minute
 
-    def __post_init__(self) -> None:
-        if self.volume < 0:
-            object.__setattr__(self, "volume", len(self.traces))
-        if self.loose_volume < 0:
-            object.__setattr__(self, "loose_volume", len(self.loose))
-
-    def subset(self, traces: list[str], loose: np.ndarray) -> _Pool:
+    def subset(self, on_path: list[str], rest: list[str], loose: np.ndarray, on_path_volume: int) -> _Pool:
         """The pool of these traces and lines of no trace, bootstrapped to this pool's volume."""
-        keep = set(traces)
+        keep = {*on_path, *rest}
         spans = self.spans[self.spans["TraceID"].isin(keep)]
         in_trace = self.logs["TraceID"].isin(keep).to_numpy()
         rows = np.zeros(len(self.logs), dtype=bool)
         rows[loose] = True
         logs = self.logs[in_trace | rows]
-        return _Pool(
-            self.end,
-            spans,
-            logs,
-            traces,
-            np.flatnonzero(rows[in_trace | rows]),
-            self.volume,
-            self.loose_volume,
-        )
+        loose_rows = np.flatnonzero(rows[in_trace | rows])
+        volume, loose_volume = self.volume, self.loose_volume
+        return _Pool(self.end, spans, logs, rest, loose_rows, volume, loose_volume, on_path, on_path_volume)
+
+    def picks(self, rng: np.random.Generator) -> list[int]:
+        """One minute's draw with replacement: indexes into `[*on_path, *traces]`."""
+        n_path = self.on_path_volume if self.on_path else 0
+        out = rng.integers(len(self.on_path), size=n_path).tolist() if n_path else []
+        if self.traces:
+            out += (len(self.on_path) + rng.integers(len(self.traces), size=self.volume - n_path)).tolist()
+        return [int(i) for i in out]
 
 
 class _Effects:

@@ -213,6 +213,9 @@ def test_a_trainticket_case_has_a_normal_minute_of_its_own(tmp_path: Path) -> No
 
     fault_traces = source_traces(sorted((case_dir / "trace").glob("*_trace.csv.gz")))
     normal_traces = source_traces(trace_files)
+    # Every normal minute holds requests through the operation the fault sits in.
+    for trace_file in trace_files:
+        assert pd.read_csv(trace_file)["PodName"].str.startswith(written.path[0]).any()
     assert normal_traces
     assert fault_traces
     assert not normal_traces & fault_traces
