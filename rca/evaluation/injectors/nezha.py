@@ -13,8 +13,8 @@ minutes are the three minute files of the dataset's layout (`HH_MM_log.csv.gz`, 
 `HH_MM_traceid.csv.gz`), the onset inside the first, built from the construct data moved by whole
 minutes (every clock in a row is moved: the columns and the log line's own clock). Each TrainTicket
 case also has its own fault-free minutes, `construct_data/<synthetic day>/`, as the recorded days do;
-it and the case minutes are bootstrapped from two disjoint halves of the construct minute's traces, so
-that the engine's reference and incident are separate draws of normal behaviour. The loader's rule
+they and the case minutes are independent bootstraps of the construct minute, so that the engine's
+reference and incident are separate draws of normal behaviour. The loader's rule
 finds TrainTicket's alert from the minute files, as for recorded cases; Online Boutique's index alert
 is `detected T`, the shared rule's first firing on the front end rounded up to the minute plus one
 minute, as the dataset's README defines it.
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from functools import cache
 from pathlib import Path
@@ -198,12 +198,12 @@ class NezhaInjector:
         share = float(d.rng.uniform(*MAGNITUDES[Kind.ERRORS]))  # callers' failing share (pod failure)
         spans, logs = None, None
         if self.has_traces:
-            normal_pool, fault_pool = self._pools(path, d)
-            spans, logs = self._minutes(fault_pool, minutes, d)
+            pool = self._pool(path)
+            spans, logs = self._minutes(pool, minutes, d)
             normal = [minutes[0] - NORMAL_BEFORE - k * MINUTE for k in reversed(range(NORMAL_MINUTES))]
-            self._write_minutes(
-                out, "construct_data", day, normal, tick, *self._minutes(normal_pool, normal, d)
-            )
+            # Copies numbered after the case minutes' so that no copy's ids repeat one of theirs.
+            normal_records = self._minutes(pool, normal, d, first_copy=len(minutes))
+            self._write_minutes(out, "construct_data", day, normal, tick, *normal_records)
         added = self._added_latency(fault, d, target_pod, keep, spans)
         effects = _Effects(fault, d, path, target_pod, onset, added, share)
 
@@ -321,11 +321,15 @@ class NezhaInjector:
         loose = np.flatnonzero(~logs["TraceID"].isin(traces).to_numpy())
         return _Pool(end, spans, logs, traces, loose, len(traces), len(loose))
 
-    def _pools(self, path: tuple[str, ...], d: Draw) -> tuple[_Pool, _Pool]:
-        """(normal pool, fault pool): the construct minute's traces (and logs of no trace) split in two
-        disjoint halves by the seed, so a case's fault-free minute and its fault minutes are separate
-        draws of normal behaviour, not copies of one. The traces that reach the entity by the injected
-        path are split on their own, so both halves hold the operation the fault sits in."""
+    def _pool(self, path: tuple[str, ...]) -> _Pool:
+        """The construct minute as a pool to draw case and normal minutes from, the traces that reach
+        the entity by the injected path set apart (drawn at their recorded rate).
+
+        Normal and case minutes are independent draws from the whole minute. Splitting its traces in
+        two halves, one for each, was tried: a rare request type (a few traces a minute) then sits
+        mostly in one half, and the bootstrap multiplies that accident across all three minutes (a
+        code path broken in 22 of 22 units against 0 of 23, a service's own time moving), which the
+        engine read, confidently, as a fault where none was injected."""
         minute = self._construct_minute()
         spans = minute.spans
         parent = dict(zip(spans["SpanID"], spans["ParentID"], strict=False))
@@ -337,29 +341,14 @@ class NezhaInjector:
             )
             if ent == path[0] and _chain(sid, parent, owner) == path[1:]
         }
-        halves: list[tuple[list[str], list[str]]] = []
-        for group in (
-            [t for t in minute.traces if t in on_path],
-            [t for t in minute.traces if t not in on_path],
-        ):
-            order = d.rng.permutation(len(group))
-            half = len(group) // 2  # the fault minutes get the odd one out
-            # A single recorded request through the operation is all there is of it: both use it.
-            normal = order if len(group) == 1 else order[:half]
-            halves.append(([group[i] for i in sorted(normal)], [group[i] for i in sorted(order[half:])]))
-        (normal_path, fault_path), (normal_rest, fault_rest) = halves
-        loose = d.rng.permutation(minute.loose)
-        half = len(loose) // 2
-        stratum = len([t for t in minute.traces if t in on_path])
-        return (
-            minute.subset(normal_path, normal_rest, np.sort(loose[:half]), stratum),
-            minute.subset(fault_path, fault_rest, np.sort(loose[half:]), stratum),
-        )
+        return minute.stratified(on_path)
 
-    def _minutes(self, pool: _Pool, minutes: list[float], d: Draw) -> tuple[pd.DataFrame, pd.DataFrame]:
+    def _minutes(
+        self, pool: _Pool, minutes: list[float], d: Draw, first_copy: int = 0
+    ) -> tuple[pd.DataFrame, pd.DataFrame]:
         """(spans, logs) of the minutes ending at `minutes`: each a bootstrap of `pool` to the construct
         minute's own volume (whole traces and logs of no trace drawn with replacement, ids made unique
-        per copy, every clock moved)."""
+        per copy and minute, `first_copy` numbering the first minute, every clock moved)."""
         spans, logs, traces = pool.spans, pool.logs, [*pool.on_path, *pool.traces]
         span_rows = {t: np.flatnonzero(spans["TraceID"].to_numpy() == t) for t in traces}
         log_ids = logs["TraceID"].to_numpy()
@@ -368,7 +357,7 @@ class NezhaInjector:
         for k, minute_end in enumerate(minutes):
             move = minute_end - pool.end
             picks = pool.picks(d.rng)
-            tags = [f"{k:x}{j:05x}" for j in range(len(picks))]
+            tags = [f"{first_copy + k:x}{j:05x}" for j in range(len(picks))]
             chosen = [traces[i] for i in picks]
             rows = np.concatenate([span_rows[t] for t in chosen]) if chosen else np.array([], dtype=int)
             span_tags = np.concatenate(
@@ -437,17 +426,11 @@ class _Pool:
     on_path: list[str] = field(default_factory=list)
     on_path_volume: int = 0  # traces on the path per minute
 
-    def subset(self, on_path: list[str], rest: list[str], loose: np.ndarray, on_path_volume: int) -> _Pool:
-        """The pool of these traces and lines of no trace, bootstrapped to this pool's volume."""
-        keep = {*on_path, *rest}
-        spans = self.spans[self.spans["TraceID"].isin(keep)]
-        in_trace = self.logs["TraceID"].isin(keep).to_numpy()
-        rows = np.zeros(len(self.logs), dtype=bool)
-        rows[loose] = True
-        logs = self.logs[in_trace | rows]
-        loose_rows = np.flatnonzero(rows[in_trace | rows])
-        volume, loose_volume = self.volume, self.loose_volume
-        return _Pool(self.end, spans, logs, rest, loose_rows, volume, loose_volume, on_path, on_path_volume)
+    def stratified(self, on_path: set[str]) -> _Pool:
+        """This pool with the traces in `on_path` drawn apart, at their count in the minute."""
+        through = [t for t in self.traces if t in on_path]
+        rest = [t for t in self.traces if t not in on_path]
+        return replace(self, traces=rest, on_path=through, on_path_volume=len(through))
 
     def picks(self, rng: np.random.Generator) -> list[int]:
         """One minute's draw with replacement: indexes into `[*on_path, *traces]`."""
