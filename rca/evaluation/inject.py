@@ -13,7 +13,9 @@ The physics every injector applies (see docs/evaluation.md for each system's fil
 - `latency`: the entity's own server time rises by a delay; each caller on the path waits that delay
   too (its server and client latency rise by the same amount).
 - `errors`: a share of the entity's requests fail; each caller on the path fails that share of the
-  requests it makes (its success rate drops), and the entity logs errors in its own log style.
+  requests it makes that reach the entity (its success rate drops by at most the entity's failed
+  requests over its own), and the entity logs errors in its own log style. Latency likewise reaches
+  a caller only on the requests that went through the entity.
 - `cpu`: the entity's CPU use shifts to a new level at onset (a hog); its latency rises with it and
   reaches the callers on the path as a latency fault does.
 - `memory`: the entity's memory grows linearly from onset (a leak): a trend, not a level shift.

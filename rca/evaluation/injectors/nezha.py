@@ -11,7 +11,10 @@ Nezha loader reads a day's folder: the normal rows are moved there by whole days
 the collector's tick are kept, and only the rows around the case are written. TrainTicket's case
 minutes are the three minute files of the dataset's layout (`HH_MM_log.csv.gz`, `HH_MM_trace.csv.gz`,
 `HH_MM_traceid.csv.gz`), the onset inside the first, built from the construct data moved by whole
-minutes (every clock in a row is moved: the columns and the log line's own clock). The loader's rule
+minutes (every clock in a row is moved: the columns and the log line's own clock). Each TrainTicket
+case also has its own fault-free minutes, `construct_data/<synthetic day>/`, as the recorded days do;
+they and the case minutes are independent bootstraps of the construct minute, so that the engine's
+reference and incident are separate draws of normal behaviour. The loader's rule
 finds TrainTicket's alert from the minute files, as for recorded cases; Online Boutique's index alert
 is `detected T`, the shared rule's first firing on the front end rounded up to the minute plus one
 minute, as the dataset's README defines it.
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from functools import cache
 from pathlib import Path
@@ -59,6 +63,13 @@ AFTER = 25 * MINUTE  # and after it (the loader reads 10 minutes past the case)
 FIRST_DAY = date(2100, 1, 1)  # synthetic days: far from any recording, one per case
 SYSTEM_DAYS = {"TrainTicket": 0, "OnlineBoutique": 20_000}  # keeps the two systems' days apart
 CASE_MINUTES = 3  # a Nezha case window is three minute files
+# The case's own fault-free minutes (its `construct_data/<day>/` files) end this long before the first
+# case minute: inside the loader's 30-minute baseline, and clear of the 10 minutes before the alert
+# that the engine's incident window takes in. There are as many as the case has minutes, so that the
+# reference holds as many records as the incident (a service that one request in ten reaches has a
+# handful of spans a minute).
+NORMAL_BEFORE = 20 * MINUTE
+NORMAL_MINUTES = CASE_MINUTES
 SERVER_LATENCY = ("PodServerLatencyP90(s)", "PodServerLatencyP95(s)", "PodServerLatencyP99(s)")
 CLIENT_LATENCY = ("PodClientLatencyP90(s)", "PodClientLatencyP95(s)", "PodClientLatencyP99(s)")
 FRONT_LATENCY = ("LatencyP50(s)", "LatencyP90(s)", "LatencyP95(s)", "LatencyP99(s)")
@@ -124,9 +135,9 @@ class NezhaInjector:
     @cache  # noqa: B019 - one injector per suite
     def _chains(self) -> dict[str, list[tuple[str, ...]]]:
         """Per service, the caller chains (nearest caller first, ending at the entry) its spans in the
-        construct minute were reached by."""
-        path, _ = self._construct("trace")
-        spans = pd.read_csv(path, dtype={"TraceID": str, "SpanID": str, "ParentID": str})
+        construct minute were reached by (the minute the case minutes are drawn from, not the stray
+        seconds around it: a chain only they hold would never reach a case minute)."""
+        spans = self._construct_minute().spans
         parent = dict(zip(spans["SpanID"], spans["ParentID"], strict=False))
         owner = dict(zip(spans["SpanID"], spans["PodName"].map(service_of), strict=False))
         chains: dict[str, set[tuple[str, ...]]] = {}
@@ -185,7 +196,14 @@ class NezhaInjector:
         pod = sorted(p for p in self.pods if service_of(p) == fault.entity)
         target_pod = pod[int(d.rng.integers(len(pod)))]
         share = float(d.rng.uniform(*MAGNITUDES[Kind.ERRORS]))  # callers' failing share (pod failure)
-        spans, logs = self._minutes(minutes, tick, d) if self.has_traces else (None, None)
+        spans, logs = None, None
+        if self.has_traces:
+            pool = self._pool(path)
+            spans, logs = self._minutes(pool, minutes, d)
+            normal = [minutes[0] - NORMAL_BEFORE - k * MINUTE for k in reversed(range(NORMAL_MINUTES))]
+            # Copies numbered after the case minutes' so that no copy's ids repeat one of theirs.
+            normal_records = self._minutes(pool, normal, d, first_copy=len(minutes))
+            self._write_minutes(out, "construct_data", day, normal, tick, *normal_records)
         added = self._added_latency(fault, d, target_pod, keep, spans)
         effects = _Effects(fault, d, path, target_pod, onset, added, share)
 
@@ -207,11 +225,12 @@ class NezhaInjector:
         alert = ""
         if spans is not None and logs is not None:
             spans, logs = effects.traces(spans, logs)
-            self._write_minutes(out, day, minutes, tick, spans, logs)
+            self._write_minutes(out, "rca_data", day, minutes, tick, spans, logs)
             labels = ",".join(_hhmm(m) for m in minutes)
             files = [
                 f"nezha/rca_data/{day}/metric/*",
                 f"nezha/rca_data/{day}/{{log,trace,traceid}}/{{{labels}}}_*.csv.gz",
+                f"normal: nezha/construct_data/{day}/",
             ]
         else:
             written_front = pd.read_csv(metric_out / "front_service.csv.gz")
@@ -285,11 +304,13 @@ class NezhaInjector:
         end = datetime.fromisoformat(f"{self.day} {hh}:{mm}:00").replace(tzinfo=UTC).timestamp()
         return path, end
 
-    def _minutes(self, minutes: list[float], tick: float, d: Draw) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """(spans, logs) of the case minutes: each minute a bootstrap of the construct file's own minute
-        (whole traces drawn with replacement, ids made unique per copy, every clock moved)."""
+    @cache  # noqa: B019 - one injector per suite; the construct minute is read once
+    def _construct_minute(self) -> _Pool:
+        """Whole traces of the construct file's own minute, with their logs, and the logs of no trace."""
         trace_path, end = self._construct("trace")
         log_path, _ = self._construct("log")
+        front = self._table(str(self.metric_dir / "front_service.csv.gz"))
+        tick = float(np.median(np.mod(front["_t"].to_numpy(dtype=np.float64), MINUTE)))
         spans = pd.read_csv(trace_path, dtype={"TraceID": str, "SpanID": str, "ParentID": str})
         logs = pd.read_csv(log_path, dtype={"TraceID": str, "SpanID": str})
         root_start = spans.groupby("TraceID")["StartTimeUnixNano"].transform("min") / 1e9
@@ -297,15 +318,46 @@ class NezhaInjector:
         log_t = logs["TimeUnixNano"].astype(np.int64) / 1e9
         logs = logs[(log_t >= end - MINUTE + tick) & (log_t < end + tick)]
         traces = sorted(spans["TraceID"].unique())
+        loose = np.flatnonzero(~logs["TraceID"].isin(traces).to_numpy())
+        return _Pool(end, spans, logs, traces, loose, len(traces), len(loose))
+
+    def _pool(self, path: tuple[str, ...]) -> _Pool:
+        """The construct minute as a pool to draw case and normal minutes from, the traces that reach
+        the entity by the injected path set apart (drawn at their recorded rate).
+
+        Normal and case minutes are independent draws from the whole minute. Splitting its traces in
+        two halves, one for each, was tried: a rare request type (a few traces a minute) then sits
+        mostly in one half, and the bootstrap multiplies that accident across all three minutes (a
+        code path broken in 22 of 22 units against 0 of 23, a service's own time moving), which the
+        engine read, confidently, as a fault where none was injected."""
+        minute = self._construct_minute()
+        spans = minute.spans
+        parent = dict(zip(spans["SpanID"], spans["ParentID"], strict=False))
+        owner = dict(zip(spans["SpanID"], spans["PodName"].map(service_of), strict=False))
+        on_path = {
+            t
+            for t, sid, ent in zip(
+                spans["TraceID"], spans["SpanID"], spans["PodName"].map(service_of), strict=True
+            )
+            if ent == path[0] and _chain(sid, parent, owner) == path[1:]
+        }
+        return minute.stratified(on_path)
+
+    def _minutes(
+        self, pool: _Pool, minutes: list[float], d: Draw, first_copy: int = 0
+    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """(spans, logs) of the minutes ending at `minutes`: each a bootstrap of `pool` to the construct
+        minute's own volume (whole traces and logs of no trace drawn with replacement, ids made unique
+        per copy and minute, `first_copy` numbering the first minute, every clock moved)."""
+        spans, logs, traces = pool.spans, pool.logs, [*pool.on_path, *pool.traces]
         span_rows = {t: np.flatnonzero(spans["TraceID"].to_numpy() == t) for t in traces}
         log_ids = logs["TraceID"].to_numpy()
         log_rows = {t: np.flatnonzero(log_ids == t) for t in traces}
-        loose = logs[~logs["TraceID"].isin(traces)]
         span_parts, log_parts = [], []
         for k, minute_end in enumerate(minutes):
-            move = minute_end - end
-            picks: list[int] = d.rng.integers(len(traces), size=len(traces)).tolist() if traces else []
-            tags = [f"{k:x}{j:05x}" for j in range(len(picks))]
+            move = minute_end - pool.end
+            picks = pool.picks(d.rng)
+            tags = [f"{first_copy + k:x}{j:05x}" for j in range(len(picks))]
             chosen = [traces[i] for i in picks]
             rows = np.concatenate([span_rows[t] for t in chosen]) if chosen else np.array([], dtype=int)
             span_tags = np.concatenate(
@@ -317,7 +369,10 @@ class NezhaInjector:
             log_parts.append(
                 _moved_logs(logs.iloc[np.concatenate(lrows)] if lrows else logs.iloc[:0], move, ltags)
             )
-            log_parts.append(_moved_logs(loose, move, np.full(len(loose), "", dtype=object)))
+            loose = pool.loose
+            if len(loose):
+                loose = loose[d.rng.integers(len(loose), size=pool.loose_volume)]
+            log_parts.append(_moved_logs(logs.iloc[loose], move, np.full(len(loose), "", dtype=object)))
         spans_out = pd.concat(span_parts, ignore_index=True)
         logs_out = pd.concat(log_parts, ignore_index=True)
         spans_out["entity"] = spans_out["PodName"].map(service_of)
@@ -325,9 +380,17 @@ class NezhaInjector:
         return spans_out, logs_out
 
     def _write_minutes(
-        self, out: Path, day: str, minutes: list[float], tick: float, spans: pd.DataFrame, logs: pd.DataFrame
+        self,
+        out: Path,
+        folder: str,
+        day: str,
+        minutes: list[float],
+        tick: float,
+        spans: pd.DataFrame,
+        logs: pd.DataFrame,
     ) -> None:
-        base = out / "nezha" / "rca_data" / day
+        """The minute files `HH_MM_{log,trace,traceid}.csv.gz` of `minutes` in `nezha/<folder>/<day>/`."""
+        base = out / "nezha" / folder / day
         for sub in ("log", "trace", "traceid"):
             (base / sub).mkdir(parents=True, exist_ok=True)
         span_root_start = spans.groupby("TraceID")["StartTimeUnixNano"].transform("min") / 1e9
@@ -343,6 +406,39 @@ class NezhaInjector:
             pd.Series(sel["TraceID"].unique()).to_csv(
                 base / "traceid" / f"{label}_traceid.csv.gz", index=False, header=False
             )
+
+
+@dataclass(frozen=True)
+class _Pool:
+    """Normal records to bootstrap minutes from: whole traces (spans and their logs) and logs of no
+    trace, of the construct minute ending at `end`, drawn to that minute's own volume. The traces
+    that reach the faulty entity by the injected path (`on_path`) are drawn apart, as many per minute
+    as the recorded minute holds (the load generator's steady mix): with a handful of them, a free
+    draw would often leave a minute, or the whole normal period, without the operation at all."""
+
+    end: float
+    spans: pd.DataFrame
+    logs: pd.DataFrame
+    traces: list[str]  # the traces not on the path
+    loose: np.ndarray  # row positions in `logs` of the lines of no trace
+    volume: int  # traces per minute, on the path or not
+    loose_volume: int  # lines of no trace per minute
+    on_path: list[str] = field(default_factory=list)
+    on_path_volume: int = 0  # traces on the path per minute
+
+    def stratified(self, on_path: set[str]) -> _Pool:
+        """This pool with the traces in `on_path` drawn apart, at their count in the minute."""
+        through = [t for t in self.traces if t in on_path]
+        rest = [t for t in self.traces if t not in on_path]
+        return replace(self, traces=rest, on_path=through, on_path_volume=len(through))
+
+    def picks(self, rng: np.random.Generator) -> list[int]:
+        """One minute's draw with replacement: indexes into `[*on_path, *traces]`."""
+        n_path = self.on_path_volume if self.on_path else 0
+        out = rng.integers(len(self.on_path), size=n_path).tolist() if n_path else []
+        if self.traces:
+            out += (len(self.on_path) + rng.integers(len(self.traces), size=self.volume - n_path)).tolist()
+        return [int(i) for i in out]
 
 
 class _Effects:
@@ -420,9 +516,18 @@ class _Effects:
         onset_ns = self.onset * 1e9
         parent = dict(zip(spans["SpanID"], spans["ParentID"], strict=False))
         owner = dict(zip(spans["SpanID"], spans["entity"], strict=False))
+        # The fault acts once per request the entity serves: on its entry span (the one its caller's
+        # span is the parent of), not again on each of its own nested spans (a controller, a repository,
+        # a query inside one request), which would multiply the delay or the failing share per request
+        # by the depth of its own code, beyond what its metrics show.
         hit = []
         for sid, ent, start in zip(spans["SpanID"], spans["entity"], spans["StartTimeUnixNano"], strict=True):
-            if ent == self.fault.entity and start >= onset_ns and _chain(sid, parent, owner) == self.path[1:]:
+            if (
+                ent == self.fault.entity
+                and start >= onset_ns
+                and owner.get(parent.get(sid, "")) != ent
+                and _chain(sid, parent, owner) == self.path[1:]
+            ):
                 hit.append(sid)
         if not hit:
             return spans, logs

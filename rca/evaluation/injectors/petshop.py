@@ -181,14 +181,42 @@ def _apply(
     entity = fault.entity
     if fault.kind is Kind.LATENCY:
         for node in path:
+            reached = _reached(frame, entity, node)
             for col in _columns(frame, node, "latency"):
-                frame[col] = frame[col] + d.magnitude * profile * d.jitter(n)
+                frame[col] = frame[col] + _delayed_share(col[2], reached) * d.magnitude * profile * d.jitter(
+                    n
+                )
     elif fault.kind is Kind.ERRORS:
         for node in path:
+            share = d.magnitude * _reached(frame, entity, node)
             for col in _columns(frame, node, "availability"):
-                frame[col] = frame[col] * (1.0 - np.clip(d.magnitude * profile * d.jitter(n), 0.0, 1.0))
+                frame[col] = frame[col] * (1.0 - np.clip(share * profile * d.jitter(n), 0.0, 1.0))
     elif fault.kind is Kind.OVERLOAD:
         _overload(frame, entity, path, g, profile, d)
+
+
+def _reached(frame: pd.DataFrame, entity: str, node: str) -> float:
+    """The share of `node`'s requests that reached `entity` (1 for the entity itself): each request
+    the entity serves answers at most one request of each caller above it, so a caller fails or
+    waits on at most that many. Unknown (a count not recorded) counts as all of them."""
+    if node == entity:
+        return 1.0
+    mine = [frame[c].median() for c in _columns(frame, entity, "requests")]
+    theirs = [frame[c].median() for c in _columns(frame, node, "requests")]
+    if not mine or not theirs or not np.isfinite(mine[0]) or not np.isfinite(theirs[0]) or theirs[0] <= 0:
+        return 1.0
+    return float(min(1.0, max(0.0, mine[0]) / theirs[0]))
+
+
+def _delayed_share(statistic: str, reached: float) -> float:
+    """How much of a delay that `reached` of the requests wait shows in a latency statistic: the
+    mean moves by that share of it; a percentile pX by all of it once more than (100 - X) % of the
+    requests wait (the quantile then falls among them), else hardly at all."""
+    if statistic.lower() == "average":
+        return reached
+    if statistic.lower().startswith("p") and statistic[1:].replace(".", "", 1).isdigit():
+        return 1.0 if reached > 1.0 - float(statistic[1:]) / 100.0 else 0.0
+    return reached
 
 
 def _overload(

@@ -17,6 +17,7 @@ from django.core.management.base import CommandError
 from rca.evaluation.ground_truth import ground_truth
 from rca.evaluation.inject import (
     INDEX_COLUMNS,
+    Draw,
     Fault,
     Kind,
     digraph,
@@ -27,8 +28,9 @@ from rca.evaluation.inject import (
     step_profile,
 )
 from rca.evaluation.injectors import INJECTORS
+from rca.evaluation.injectors.petshop import _apply, _reached
 from rca.telemetry.cases import load_case, parse_alert_hint, read_index
-from rca.telemetry.model import DependencyGraph, Edge, Entity
+from rca.telemetry.model import DependencyGraph, Edge, Entity, TimeWindow
 
 REPO = Path(__file__).resolve().parents[3]
 DATA = REPO.parent / "shared" / "data"
@@ -41,6 +43,15 @@ SAMPLE = {
     "nezha-ob": (Kind.LATENCY, Kind.POD_FAILURE),
     "nezha-tt": (Kind.LATENCY, Kind.ERRORS),
 }
+
+# One PetShop node's columns: requests, availability and latency statistics.
+REQUEST_COLUMNS = (
+    ("requests", "Sum"),
+    ("availability", "Average"),
+    ("latency", "Average"),
+    ("latency", "p50"),
+    ("latency", "p95"),
+)
 
 
 def _graph(*edges: tuple[str, str]) -> nx.DiGraph:
@@ -175,3 +186,101 @@ def test_inject_command(tmp_path: Path) -> None:
         call_command("inject", "--data", str(DATA), "--out", str(tmp_path), "--limit", "0")
     with pytest.raises(CommandError, match="--data"):
         call_command("inject", "--data", str(tmp_path / "none"), "--out", str(tmp_path))
+
+
+@needs_data
+@pytest.mark.slow
+def test_a_trainticket_case_has_a_normal_minute_of_its_own(tmp_path: Path) -> None:
+    """Its `construct_data/<day>/` minutes, as the recorded days have, drawn apart from its fault
+    minutes, free of the fault, and read by the loader before the case."""
+    injector = INJECTORS["nezha-tt"](DATA)
+    suite = generate([injector], tmp_path, seed=5, kinds=(Kind.ERRORS,), limit=1)
+    (written,) = suite.cases
+    day = written.row["files"].split("/")[2]
+    assert f"normal: nezha/construct_data/{day}/" in written.row["files"]
+    normal = tmp_path / "nezha" / "construct_data" / day
+    case_dir = tmp_path / "nezha" / "rca_data" / day
+    trace_files = sorted((normal / "trace").glob("*_trace.csv.gz"))
+    log_files = sorted((normal / "log").glob("*_log.csv.gz"))
+    # As many normal minutes as the case has, each with its three files.
+    assert len(trace_files) == len(log_files) == len(list((case_dir / "trace").glob("*_trace.csv.gz")))
+    for trace_file in trace_files:
+        assert (normal / "traceid" / trace_file.name.replace("trace", "traceid")).is_file()
+
+    def ids(paths: list[Path]) -> pd.DataFrame:
+        return pd.concat(pd.read_csv(p, dtype={"TraceID": str, "SpanID": str}) for p in paths)
+
+    fault_spans = ids(sorted((case_dir / "trace").glob("*_trace.csv.gz")))
+    normal_spans = ids(trace_files)
+    # Separate draws of the same minute: no copied span (ids tagged per copy and minute) is in both.
+    assert not fault_spans.empty
+    assert not set(normal_spans["SpanID"]) & set(fault_spans["SpanID"])
+    # Every normal minute holds requests through the operation the fault sits in.
+    for trace_file in trace_files:
+        assert pd.read_csv(trace_file)["PodName"].str.startswith(written.path[0]).any()
+    # The fault's error lines are in the case minutes only (the recorded minute has errors of its own).
+    injected = "Exception while handling request"
+    normal_logs = pd.concat(pd.read_csv(p) for p in log_files)
+    assert not normal_logs["Log"].str.contains(injected).any()
+    case_logs = pd.concat(pd.read_csv(p) for p in sorted((case_dir / "log").glob("*_log.csv.gz")))
+    assert case_logs["Log"].str.contains(injected).any()
+    # The loader reads the normal minute (before the case) together with the case's own minutes.
+    ref = next(r for r in read_index(tmp_path, split="synthetic") if r.case_id == written.row["case_id"])
+    case = load_case(tmp_path, ref)
+    before = case.source.spans(TimeWindow(case.window.start - 3600.0, case.window.start))
+    assert {s.entity for s in before} >= set(written.path)
+
+
+@needs_data
+@pytest.mark.slow
+def test_a_trainticket_delay_acts_once_per_request(tmp_path: Path) -> None:
+    """The delay lengthens the entity's entry span (the one its caller called), not again each of its
+    own nested spans: a request through it waits one delay, as its metrics say."""
+    injector = INJECTORS["nezha-tt"](DATA)
+    entity = "ts-station-food-service"  # serves each request through four nested spans of its own
+    suite = generate([injector], tmp_path, seed=2, kinds=(Kind.LATENCY,), entities=(entity,))
+    (written,) = suite.cases
+    day = written.row["files"].split("/")[2]
+
+    def last_minute(folder: str) -> pd.DataFrame:
+        """The entity's spans of the folder's last minute file, `nested` when its parent is its own."""
+        last = sorted((tmp_path / "nezha" / folder / day / "trace").glob("*_trace.csv.gz"))[-1]
+        frame = pd.read_csv(last, dtype={"SpanID": str, "ParentID": str})
+        owner = dict(zip(frame["SpanID"], frame["PodName"].str.rsplit("-", n=2).str[0], strict=True))
+        mine = frame[frame["PodName"].str.startswith(entity)]
+        nested = mine["ParentID"].map(owner) == entity
+        return mine.assign(nested=nested.to_numpy(), seconds=mine["Duration"] / 1e6)
+
+    after = last_minute("rca_data")  # the last case minute lies wholly after onset
+    before = last_minute("construct_data")
+    rise = after.loc[~after["nested"], "seconds"].max() - before.loc[~before["nested"], "seconds"].max()
+    assert rise > 0.09  # the smallest delay (100 ms) less its noise
+    assert after.loc[after["nested"], "seconds"].max() < before.loc[before["nested"], "seconds"].max() + 0.09
+
+
+def test_a_caller_suffers_only_for_the_requests_that_reached_the_fault() -> None:
+    """PetShop: a caller fails or waits for the share of its requests that reached the faulty entity
+    (each of the entity's requests answers at most one of the caller's); percentiles move only once
+    more than their tail share waits."""
+    columns = pd.MultiIndex.from_tuples(
+        [(node, metric, stat) for node in ("fe", "db") for metric, stat in REQUEST_COLUMNS]
+    )
+    frame = pd.DataFrame(
+        [[500.0, 100.0, 0.1, 0.05, 0.3, 50.0, 100.0, 0.01, 0.01, 0.02]] * 5, columns=columns, dtype=float
+    )
+    d = Draw(np.random.default_rng(0), 0.4)
+    errors = frame.copy()
+    _apply(errors, Fault("petshop", Kind.ERRORS, "db", 0), ("db", "fe"), nx.DiGraph(), np.ones(5), d)
+    db_failed = 1.0 - errors[("db", "availability", "Average")] / 100.0
+    fe_failed = 1.0 - errors[("fe", "availability", "Average")] / 100.0
+    assert db_failed.mean() == pytest.approx(0.4, abs=0.05)
+    assert fe_failed.mean() == pytest.approx(0.4 * 50 / 500, abs=0.01)  # a tenth of its requests
+    latency = frame.copy()
+    _apply(latency, Fault("petshop", Kind.LATENCY, "db", 0), ("db", "fe"), nx.DiGraph(), np.ones(5), d)
+    rise = (latency - frame).mean()
+    assert rise[("db", "latency", "p50")] == pytest.approx(0.4, abs=0.05)
+    assert rise[("fe", "latency", "Average")] == pytest.approx(0.04, abs=0.01)
+    assert rise[("fe", "latency", "p95")] == pytest.approx(0.4, abs=0.05)  # 10 % wait: the top 5 % do
+    assert rise[("fe", "latency", "p50")] == 0.0
+    # A count not recorded: every request is taken to reach it, as before.
+    assert _reached(frame.drop(columns=[("db", "requests", "Sum")]), "db", "fe") == 1.0
