@@ -2,17 +2,19 @@
 the fault-test stacks. gunicorn reads `./gunicorn.conf.py` from its working directory (the repository,
 or /app in the image), so each command line adds only the address and the logging.
 
-Python runs one thread at a time per process, so a single process uses one core however many threads
-it has: intake under a storm is CPU-bound in Django and the ORM, and on 2 cores one process took
-about half of what two take. Hence a worker process per core (`ROOTLINE_WEB_WORKERS`, default the
-machine's core count), each with threads (`ROOTLINE_WEB_THREADS`, default 8) for the requests that
-wait on the database or Redis. Every process shares the rate limits (Redis) and, on SQLite, the
-database file (WAL, IMMEDIATE transactions and a busy timeout: rca.settings).
+`ROOTLINE_WEB_WORKERS` worker processes (default 1), each with `ROOTLINE_WEB_THREADS` threads (default
+8) for the requests that wait on the database or Redis. Python runs one thread at a time per process,
+so one process uses one core: on PostgreSQL a second process raised the storm bench's intake rate
+(bench/bench_storm.py, 2 cores shared with other work: 362 alerts/s against 295 with one), but in
+every two-process run a few deliveries (about 1 in 200) waited about 30 s, which one process never
+showed; on SQLite, where writers take turns on one file lock, a second process added no throughput and
+the same waits. Hence one process by default; several are for a PostgreSQL installation with cores
+to spare, after checking its latency tail. Every process shares the rate limits (Redis).
 """
 
 import os
 
 from rca import env as read
 
-workers = read.whole_number(os.environ, "ROOTLINE_WEB_WORKERS", os.cpu_count() or 1)
+workers = read.whole_number(os.environ, "ROOTLINE_WEB_WORKERS", 1)
 threads = read.whole_number(os.environ, "ROOTLINE_WEB_THREADS", 8)

@@ -341,8 +341,10 @@ def _ingest(specs: list[_AlertSpec]) -> IntakeResult:
 
 def _ingest_once(specs: list[_AlertSpec]) -> IntakeResult:
     result = IntakeResult()
+    # Read before the transaction, so the write lock (all of SQLite's, under IMMEDIATE) is held for the
+    # writes only. What a concurrent delivery stores meanwhile is caught by the unique constraints.
+    batch = _Batch(_stored_alerts(specs))
     with transaction.atomic():
-        batch = _Batch(_stored_alerts(specs))
         # A fixed order keeps concurrent deliveries of overlapping alerts from deadlocking.
         for spec in sorted(specs, key=lambda s: (s.fingerprint, s.starts_at)):
             _ingest_one(spec, result, batch)

@@ -3,7 +3,7 @@ the issue-23 probes (bench/probe_reliability.py): the embedded default (a SQLite
 redis-server) or the PostgreSQL server of the machine.
 
 Processes (each restarted by dev.py's Supervisor when it dies), as `dev.py run` has them: the
-embedded Redis on a free port, gunicorn (gunicorn.conf.py: a process per core), one Celery worker
+embedded Redis on a free port, gunicorn (gunicorn.conf.py), one Celery worker
 investigating with a prefork pool, the memory worker (the one process opening the Qdrant local store)
 and the scheduler (`celery beat`). The graph server is the caller's (`graph`: the test session's
 ArcadeDB), or none (projection then retries in the background). Every request goes to 127.0.0.1;
