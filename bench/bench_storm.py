@@ -35,7 +35,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from stack import alert, integrity, investigations_summary, payload, running_stack, wait_drained
+from stack import alert, integrity, investigations_summary, payload, running_stack, wait_drained, web_workers
 
 GROUP = 50  # alerts per group (one incident, one investigation each) in the sustained storm
 DUPLICATE_EVERY = 5  # every fifth delivery re-sends an earlier one
@@ -59,7 +59,7 @@ def sustained(rate: float, seconds: float, database: str, per_post: int, senders
         print(
             f"sustained storm on {database}: {rate:.0f} alerts/s for {seconds:.0f} s = {posts} "
             f"deliveries of {per_post} alert(s), 1 in {DUPLICATE_EVERY} a re-send; "
-            f"{senders} senders; "
+            f"{senders} senders; gunicorn with {web_workers(stack.child('web').proc.pid)} worker processes; "
             f"2 workers investigating; machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}",
             flush=True,
         )
@@ -150,7 +150,7 @@ def main() -> int:
         print("  investigations: " + "\n    ".join(investigations_summary()))
         peak = ", ".join(f"{role} {mb:.0f} MB" for role, mb in peaks.items())
         print(
-            "  peak RSS (each with its children: web = gunicorn master + 1 worker, worker = main + "
+            "  peak RSS (each with its children: web = gunicorn master + its workers, worker = main + "
             f"{args.workers} pool processes): {peak}"
         )
         print(f"zero lost, zero duplicated alerts and incidents: {'yes' if ok else 'NO'}")

@@ -2,7 +2,7 @@
 
 `running_stack` brings up, each on free 127.0.0.1 ports and in a temporary folder removed afterwards: a fresh
 PostgreSQL database (created and migrated), its own `redis-server` (so concurrent benches never share
-a broker), gunicorn (1 worker x 8 threads, as `dev.py run`), and with `workers` > 0 the production
+a broker), gunicorn (gunicorn.conf.py, as `dev.py run`), and with `workers` > 0 the production
 back end of `dev.py run`: an ArcadeDB graph server, one Celery worker investigating with a prefork
 pool of `workers` processes, and the memory worker (the one process that opens the Qdrant local
 store; the others reach it through the `memory` queue). Django is set up in this process on the same
@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO))
 MB = 1024 * 1024
 # A broker that is thrown away: no snapshots, no append-only file.
 REDIS_FLAGS = ("--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-GUNICORN_FLAGS = ("--workers", "1", "--threads", "8", "--log-level", "warning")  # as dev.py run
+GUNICORN_FLAGS = ("--log-level", "warning")  # processes and threads: gunicorn.conf.py, as dev.py run
 CELERY_FLAGS = ("--loglevel=INFO", "--without-mingle", "--without-gossip")
 GRAPH_HEAP = "512m"  # the graph server's JVM heap, committed whole at start (see running_stack)
 
@@ -116,6 +116,11 @@ def tree_rss(pid: int) -> int:
     return total
 
 
+def web_workers(pid: int) -> int:
+    """How many worker processes the gunicorn master `pid` runs (gunicorn.conf.py decides)."""
+    return max(0, len(_tree(pid)) - 1)
+
+
 def tree_handles(pid: int) -> tuple[int, int]:
     """(threads, open file descriptors) of process `pid` and its descendants ((0, 0) once it has exited).
 
@@ -171,7 +176,8 @@ class Stack:
             else "no worker (investigations stay queued)"
         )
         return (
-            f"gunicorn 1 worker x 8 threads, {back}; PostgreSQL, own redis-server; machine: "
+            f"gunicorn with {web_workers(self.processes['web'])} worker processes, {back}; PostgreSQL, "
+            "own redis-server; machine: "
             f"{os.cpu_count()} CPUs shared with other users, load average {load}"
         )
 

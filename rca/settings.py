@@ -186,7 +186,7 @@ ROOTLINE_INTAKE_FAILURE_RATE = CONFIG.intake_failure_rate
 # timeouts: when Redis is down the throttles let requests through rather than hold intake up.
 CACHES = {
     "default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "BACKEND": "rca.redis_cache.SharedClientRedisCache",  # one Redis client per thread, not per call
         "LOCATION": CONFIG.redis_url,
         "KEY_PREFIX": "rootline",
         "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},

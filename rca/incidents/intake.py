@@ -341,11 +341,14 @@ def _ingest(specs: list[_AlertSpec]) -> IntakeResult:
 
 def _ingest_once(specs: list[_AlertSpec]) -> IntakeResult:
     result = IntakeResult()
+    # Read before the transaction, so the write lock (all of SQLite's, under IMMEDIATE) is held for the
+    # writes only. What a concurrent delivery stores meanwhile is caught by the unique constraints.
+    batch = _Batch(_stored_alerts(specs))
     with transaction.atomic():
-        batch = _Batch(_stored_alerts(specs))
         # A fixed order keeps concurrent deliveries of overlapping alerts from deadlocking.
         for spec in sorted(specs, key=lambda s: (s.fingerprint, s.starts_at)):
             _ingest_one(spec, result, batch)
+        _flush(batch, result)
     return result
 
 
@@ -355,10 +358,12 @@ _AlertKey = tuple[str, str, datetime]
 @dataclass
 class _Batch:
     """What one delivery already knows, so each alert does not ask again: the episodes stored before
-    it (one query for the whole payload) and the incidents it has locked, by group."""
+    it (one query for the whole payload), the incidents it has locked, by group, and the new firing
+    alerts that join one of them, inserted together (`_flush`)."""
 
     stored: dict[_AlertKey, Alert]
     locked: dict[tuple[str, str], Incident] = field(default_factory=dict)
+    pending: list[tuple[_AlertSpec, Alert]] = field(default_factory=list)
 
 
 def _key(spec: _AlertSpec) -> _AlertKey:
@@ -375,7 +380,22 @@ def _stored_alerts(specs: list[_AlertSpec]) -> dict[_AlertKey, Alert]:
     return {(a.source, a.fingerprint, a.starts_at): a for a in found}
 
 
-def _ingest_one(spec: _AlertSpec, result: IntakeResult, batch: _Batch) -> None:
+def _ingest_one(spec: _AlertSpec, result: IntakeResult, batch: _Batch, bulk: bool = True) -> None:
+    joins = batch.locked.get((spec.source, spec.group_key))
+    if (
+        bulk
+        and spec.firing
+        and _key(spec) not in batch.stored
+        and joins is not None
+        and joins.status in Incident.ACTIVE
+    ):
+        # A new alert joining an incident this delivery holds locked (it stays active): the usual case
+        # of a group's second and later alerts. Inserted with the others in one statement.
+        alert = _new_alert(spec, joins)
+        batch.pending.append((spec, alert))
+        batch.stored[_key(spec)] = alert  # a re-send of it later in the same delivery is a duplicate
+        return
+    _flush(batch, result)  # what follows may read or change the pending alerts' rows
     for attempt in range(_RACE_RETRIES):
         if attempt == 0:
             existing = batch.stored.get(_key(spec))
@@ -392,20 +412,8 @@ def _ingest_one(spec: _AlertSpec, result: IntakeResult, batch: _Batch) -> None:
             # One savepoint for incident and alert: if the alert loses a race, no empty incident stays.
             with transaction.atomic():
                 incident, how = _incident_for(spec, batch.locked.get((spec.source, spec.group_key)))
-                alert = Alert.objects.create(
-                    incident=incident,
-                    source=spec.source,
-                    fingerprint=spec.fingerprint,
-                    status=spec.status,
-                    labels=spec.labels,
-                    annotations=spec.annotations,
-                    entity=spec.entity,
-                    starts_at=spec.starts_at,
-                    # A firing alert's endsAt is only a projected expiry; ends_at records a real end.
-                    ends_at=None if spec.firing else (spec.ends_at or timezone.now()),
-                    generator_url=spec.generator_url,
-                    raw=spec.raw,
-                )
+                alert = _new_alert(spec, incident)
+                alert.save(force_insert=True)
                 _absorb(incident, spec)
         except IntegrityError:
             batch.locked.pop((spec.source, spec.group_key), None)  # rolled back with the savepoint
@@ -422,6 +430,51 @@ def _ingest_one(spec: _AlertSpec, result: IntakeResult, batch: _Batch) -> None:
             queue_investigation(incident)
         return
     raise RuntimeError(f"alert {spec.fingerprint}: gave up after {_RACE_RETRIES} concurrent-write retries")
+
+
+def _new_alert(spec: _AlertSpec, incident: Incident) -> Alert:
+    """The (unsaved) row of a new alert of `incident`."""
+    return Alert(
+        incident=incident,
+        source=spec.source,
+        fingerprint=spec.fingerprint,
+        status=spec.status,
+        labels=spec.labels,
+        annotations=spec.annotations,
+        entity=spec.entity,
+        starts_at=spec.starts_at,
+        # A firing alert's endsAt is only a projected expiry; ends_at records a real end.
+        ends_at=None if spec.firing else (spec.ends_at or timezone.now()),
+        generator_url=spec.generator_url,
+        raw=spec.raw,
+    )
+
+
+def _flush(batch: _Batch, result: IntakeResult) -> None:
+    """Insert the pending alerts in one statement and fold them into their incidents. When one of them
+    lost a race (a concurrent delivery stored it first), nothing of the insert stays, and each goes the
+    one-alert-at-a-time way, which finds what the other delivery stored."""
+    pending, batch.pending = batch.pending, []
+    if not pending:
+        return
+    try:
+        with transaction.atomic():
+            Alert.objects.bulk_create([alert for _, alert in pending])
+            changed: dict[Incident, set[str]] = {}
+            for spec, alert in pending:
+                changed.setdefault(alert.incident, set()).update(_fold(alert.incident, spec))
+            for incident, fields in changed.items():
+                if fields:
+                    incident.save(update_fields=[*sorted(fields), "updated_at"])
+    except IntegrityError:
+        for spec, _ in pending:
+            batch.stored.pop(_key(spec), None)
+        for spec, _ in pending:
+            _ingest_one(spec, result, batch, bulk=False)
+        return
+    for _, alert in pending:
+        result.alerts_stored += 1
+        result.updated(alert.incident)
 
 
 def _incident_for(
@@ -470,8 +523,17 @@ def _incident_for(
 
 
 def _absorb(incident: Incident, spec: _AlertSpec) -> None:
-    """Fold a newly stored alert into its incident: earliest onset, highest severity, a symptom
-    (written only when one of them changes: most alerts of a group change none)."""
+    """Fold a newly stored alert into its incident (written only when that changes it: most alerts of
+    a group change nothing); a resolved one may resolve it."""
+    changed = _fold(incident, spec)
+    if changed:
+        incident.save(update_fields=[*changed, "updated_at"])
+    if not spec.firing:
+        _resolve_if_quiet(incident)
+
+
+def _fold(incident: Incident, spec: _AlertSpec) -> list[str]:
+    """Earliest onset, highest severity, a symptom: set on `incident` (not saved); the changed fields."""
     changed: list[str] = []
     if spec.starts_at < incident.onset:
         incident.onset = spec.starts_at
@@ -482,10 +544,7 @@ def _absorb(incident: Incident, spec: _AlertSpec) -> None:
     if not incident.symptom_entity and spec.entity.get("service.name"):
         incident.symptom_entity = spec.entity["service.name"]
         changed.append("symptom_entity")
-    if changed:
-        incident.save(update_fields=[*changed, "updated_at"])
-    if not spec.firing:
-        _resolve_if_quiet(incident)
+    return changed
 
 
 def _apply_to_stored(stored: Alert, spec: _AlertSpec, result: IntakeResult) -> None:

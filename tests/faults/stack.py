@@ -3,10 +3,11 @@ the issue-23 probes (bench/probe_reliability.py): the embedded default (a SQLite
 redis-server) or the PostgreSQL server of the machine.
 
 Processes (each restarted by dev.py's Supervisor when it dies), as `dev.py run` has them: the
-embedded Redis on a free port, gunicorn (1 worker x 8 threads), one Celery worker investigating with a
-prefork pool, the memory worker (the one process opening the Qdrant local store) and the scheduler
-(`celery beat`). The graph server is the caller's (`graph`: the test session's ArcadeDB), or none
-(projection then retries in the background). Every request goes to 127.0.0.1; every wait is bounded.
+embedded Redis on a free port, gunicorn (gunicorn.conf.py), one Celery worker
+investigating with a prefork pool, the memory worker (the one process opening the Qdrant local store)
+and the scheduler (`celery beat`). The graph server is the caller's (`graph`: the test session's
+ArcadeDB), or none (projection then retries in the background). Every request goes to 127.0.0.1;
+every wait is bounded.
 """
 
 from __future__ import annotations
@@ -176,7 +177,7 @@ class Stack:
         redis_argv = self._dev.embedded_redis_argv(sys.executable, self.root / "redis", self.redis_port)
         self.supervisor.start("redis", redis_argv, env, logs / "redis.log")
         wait_for(lambda: self._port_open(self.redis_port), 30, "embedded Redis")
-        gunicorn = ["--workers", "1", "--threads", "8", "--log-level", "warning"]
+        gunicorn = ["--log-level", "warning"]  # processes and threads: gunicorn.conf.py
         web = [sys.executable, "-m", "gunicorn", "rca.wsgi", "--bind", f"127.0.0.1:{web_port}", *gunicorn]
         self.supervisor.start("web", web, env, logs / "web.log")
         celery = [sys.executable, "-m", "celery", "-A", "celery_app"]

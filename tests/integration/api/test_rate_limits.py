@@ -142,7 +142,7 @@ def test_limits_fail_open_when_the_cache_is_down(tokens: list[IssuedToken], sett
     settings.ROOTLINE_INTAKE_FAILURE_RATE = "1/min"
     settings.CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "rca.redis_cache.SharedClientRedisCache",
             "LOCATION": f"redis://127.0.0.1:{free_port()}/0",
             "OPTIONS": {"socket_connect_timeout": 0.2, "socket_timeout": 0.2},
         }

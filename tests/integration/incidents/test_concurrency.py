@@ -73,3 +73,20 @@ def test_concurrent_resolutions_resolve_the_incident() -> None:
     assert not incident.alerts.filter(status="firing").exists()
     # Each resolution checks "all resolved?" under the incident's lock, so the last one sees the rest.
     assert incident.status == Incident.Status.RESOLVED
+
+
+def test_an_alert_inserted_with_others_that_a_concurrent_delivery_stored_first_is_a_duplicate() -> None:
+    """Each delivery locks the group's incident with its own new alert, then inserts the shared one
+    with the rest of the group in one statement; every delivery but the first finds it stored by then
+    (its view of the stored alerts predates the lock): that insert is undone and the shared alert
+    counted as a duplicate, the delivery's own alert kept."""
+    ingest_alertmanager(am_payload(am_alert("fp-first")))  # the group's incident exists
+    payloads = [am_payload(am_alert(f"fp{i}"), am_alert("zz-shared")) for i in range(THREADS)]
+    results = run_together(payloads, ingest_alertmanager)
+
+    incident = Incident.objects.get()
+    assert sorted(incident.alerts.values_list("fingerprint", flat=True)) == sorted(
+        ["fp-first", "zz-shared", *(f"fp{i}" for i in range(THREADS))]
+    )
+    assert sum(r.alerts_stored for r in results) == THREADS + 1
+    assert sum(r.duplicates for r in results) == THREADS - 1
