@@ -27,7 +27,9 @@ from rca.integrations.prometheus.signals import (
     Signal,
     derived,
     metric_type,
+    own_matchers,
     render,
+    selectors_of,
     signals_for,
 )
 from rca.telemetry.model import MetricSeries, TimeWindow
@@ -239,7 +241,10 @@ class PrometheusConnector:
             data = self._get(
                 "/api/v1/label/__name__/values",
                 {
-                    "match[]": self.entity_selectors(entity, window),
+                    "match[]": [
+                        *self.entity_selectors(entity, window),
+                        *("{" + m + "}" for m in own_matchers(entity)),
+                    ],
                     "start": f"{window.start:.3f}",
                     "end": f"{window.end:.3f}",
                 },
@@ -249,17 +254,17 @@ class PrometheusConnector:
                 names = {as_str(n, "metric name") for n in as_list(data, "data")}
             found = signals_for(names, self.metadata() if names else {})
             if found and not self._measured_scrape:
-                self._measure_scrape(found[0].source, entity, window)
+                self._measure_scrape(found[0], entity, window)
             self._signals[key] = found[: self.max_signals]
         return self._signals[key]
 
-    def _measure_scrape(self, name: str, entity: str, window: TimeWindow) -> None:
+    def _measure_scrape(self, signal: Signal, entity: str, window: TimeWindow) -> None:
         """The scrape interval, from how many samples one of the entity's series holds over the probe
         range (the densest series: one that began inside it would read sparser); rate windows need it."""
         self._measured_scrape = True
         probe = " or ".join(
-            f"count_over_time({name}{sel}[{SCRAPE_PROBE:g}s])"
-            for sel in self.entity_selectors(entity, window)
+            f"count_over_time({signal.source}{{{sel}}}[{SCRAPE_PROBE:g}s])"
+            for sel in selectors_of(signal, self.entity_matchers(entity, window), entity)
         )
         data = self._get(
             "/api/v1/query", {"query": f"max({probe})", "time": f"{window.end:.3f}"}, "scrape interval"
@@ -337,7 +342,7 @@ class PrometheusConnector:
         step = self.step_for(window)
         rate = self.rate_window(step)
         matchers = self.entity_matchers(entity, window)
-        query = " or ".join(render(s, matchers, rate) for s in chosen)
+        query = " or ".join(render(s, matchers, rate, entity) for s in chosen)
         units = {s.name: s.unit for s in chosen}
         series = self.query_range(query, window, step, entity=entity)
         series = [replace(s, unit=units.get(s.name, s.unit)) for s in series]

@@ -6,10 +6,12 @@ metric it does not describe (backfilled data, federation), from the naming conve
 counter, `_bucket` / `_count` / `_sum` a histogram.
 
 Discovery is by relevance: the series of the conventions real clusters use (cAdvisor, kube-state-metrics,
-OpenTelemetry HTTP semantic conventions, the Collector's span-metrics connector) come first, under the
-names of the tools' vocabulary (`latency_p99`, `error_ratio`, `cpu_usage_cores`, ...), then every other
-metric of the entity, derived by its type. Each signal's expression has `{sel}` where the entity's label
-matchers go and `{rate}` where the rate window goes.
+OpenTelemetry HTTP semantic conventions, the Collector's span-metrics and service-graph connectors) come
+first, under the names of the tools' vocabulary (`latency_p99`, `error_ratio`, `cpu_usage_cores`, ...),
+then every other metric of the entity, derived by its type. Each signal's expression has `{sel}` where the
+entity's label matchers go and `{rate}` where the rate window goes; a signal whose series name the entity
+by a label of their own (the service graph's `server`: the calls the entity serves, as its callers' spans
+and its own measured them) has that one matcher there instead.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+
+from rca.integrations.parsing import quote
 
 
 class MetricType(StrEnum):
@@ -69,6 +73,7 @@ class Signal:
     expr: str  # with `{sel}` (the entity's label matchers, comma-joined) and `{rate}` (a duration)
     unit: str
     source: str  # the Prometheus metric it is read from (what discovery must have found)
+    by: str | None = None  # the label naming the entity in its series, instead of the entity's matchers
 
 
 def _quantile(family: str, q: float, extra: str = "") -> str:
@@ -104,6 +109,29 @@ def _http(family: str, prefix: str) -> tuple[Signal, ...]:
     )
 
 
+def _service_graph(prefix: str) -> tuple[Signal, ...]:
+    """The service graph connector's series of the calls an entity serves (`server`), summed over its
+    callers: server-side quantiles, failed share, request rate."""
+    family = "traces_service_graph_request_server_seconds"
+    calls = "traces_service_graph_request_total"
+    failed = "traces_service_graph_request_failed_total"
+    return (
+        *(
+            Signal(f"{prefix}latency_{_percentile(q)}", _quantile(family, q), "s", f"{family}_bucket", SERVER)
+            for q in reversed(QUANTILES)
+        ),
+        Signal(
+            f"{prefix}error_ratio",
+            f"(({_rate(failed)}) or (0 * {_rate(calls)})) / {_rate(calls)}",
+            "1",
+            calls,
+            SERVER,
+        ),
+        Signal(f"{prefix}requests_per_second", _rate(calls), "1/s", calls, SERVER),
+    )
+
+
+SERVER = "server"  # the service graph connector's label for the called service
 # Real clusters' conventions, most telling first (docs/live-conventions.md has the table the replay
 # writes; the names are the semantic conventions' and the exporters' own).
 CONVENTIONS: tuple[Signal, ...] = (
@@ -127,6 +155,7 @@ CONVENTIONS: tuple[Signal, ...] = (
         "1/s",
         "traces_span_metrics_calls_total",
     ),
+    *_service_graph("call_"),
     Signal(
         "cpu_usage_cores",
         _rate("container_cpu_usage_seconds_total", 'container!="", container!="POD"'),
@@ -167,10 +196,13 @@ _COVERED = frozenset(
             "http_server_request_duration_seconds",
             "http_client_request_duration_seconds",
             "traces_span_metrics_duration_milliseconds",
+            "traces_service_graph_request_server_seconds",
+            "traces_service_graph_request_client_seconds",
         )
         for suffix in HISTOGRAM_SUFFIXES
     }
     | {
+        "traces_service_graph_request_failed_total",
         "kube_pod_owner",
         "kube_replicaset_owner",
         "kube_pod_labels",
@@ -204,11 +236,22 @@ def signals_for(names: Iterable[str], metadata: Mapping[str, MetricType]) -> lis
     return out
 
 
-def render(signal: Signal, selectors: Iterable[str], rate: str) -> str:
-    """The signal's expression over each selector in turn (`or`: the first that has data), labelled with
-    the signal's name so one query can carry many signals."""
+def own_matchers(entity: str) -> list[str]:
+    """The matchers of the labels by which some conventions' series name `entity` (see `Signal.by`)."""
+    return [f"{label}={quote(entity)}" for label in sorted({s.by for s in CONVENTIONS if s.by})]
+
+
+def selectors_of(signal: Signal, matchers: Iterable[str], entity: str) -> list[str]:
+    """The matchers that select `entity`'s series of `signal`: its own label's, else the entity's."""
+    return [f"{signal.by}={quote(entity)}"] if signal.by else list(matchers)
+
+
+def render(signal: Signal, matchers: Iterable[str], rate: str, entity: str) -> str:
+    """The signal's expression over each of `entity`'s selectors in turn (`or`: the first that has data),
+    labelled with the signal's name so one query can carry many signals."""
     alternatives = " or ".join(
-        f"({signal.expr.replace('{sel}', sel).replace('{rate}', rate)})" for sel in selectors
+        f"({signal.expr.replace('{sel}', sel).replace('{rate}', rate)})"
+        for sel in selectors_of(signal, matchers, entity)
     )
     return f'label_replace({alternatives}, "{SIGNAL_LABEL}", "{signal.name}", "", "")'
 

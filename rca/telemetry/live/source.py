@@ -19,6 +19,7 @@ import yaml
 
 from rca.integrations.config import BackendConfig
 from rca.integrations.http import BackendError, Credentials, HttpClient, RetryPolicy
+from rca.integrations.kubernetes.connector import KubernetesConnector
 from rca.integrations.prometheus.connector import DEFAULT_ENTITY_LABELS
 from rca.integrations.protocols import EventsConnector, LogsConnector, MetricsConnector, TracesConnector
 from rca.integrations.registry import TELEMETRY, System
@@ -222,8 +223,9 @@ class LiveSource:
 
     def topology(self) -> DependencyGraph:
         """The call graph, from the first source that gives edges (cached per source): recent spans of
-        the traces backend, the service-graph metrics of Prometheus, then the static edges. Its `origin`
-        says which was used; a source that fails is passed over (its state is in `backend_states`)."""
+        the traces backend, the service-graph metrics of Prometheus, the Kubernetes API's Services and
+        the workloads that name them, then the static edges. Its `origin` says which was used; a source
+        that fails is passed over (its state is in `backend_states`)."""
         if self._topology is None:
             self._topology = self._find_topology()
         return self._topology
@@ -241,6 +243,14 @@ class LiveSource:
                 (
                     "service-graph metrics (prometheus)",
                     lambda: graph_from_edges(self._service_graph(metrics, recent)),
+                )
+            )
+        kubernetes = self._by_name.get("kubernetes")
+        if isinstance(kubernetes, KubernetesConnector):
+            candidates.append(
+                (
+                    "Kubernetes Services' selectors (kubernetes)",
+                    lambda: graph_from_edges(self._kubernetes_graph(kubernetes)),
                 )
             )
         if self.config.topology_edges:
@@ -261,6 +271,10 @@ class LiveSource:
     def _service_graph(self, metrics: MetricsConnector, window: TimeWindow) -> list[tuple[str, str, float]]:
         with self._telemetry_errors():
             return metrics.service_graph(window)
+
+    def _kubernetes_graph(self, kubernetes: KubernetesConnector) -> list[tuple[str, str, float]]:
+        with self._telemetry_errors():
+            return kubernetes.service_edges()
 
     def _name_of(self, connector: object) -> str:
         return next(name for name, c in self._by_name.items() if c is connector)

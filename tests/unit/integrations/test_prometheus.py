@@ -82,7 +82,8 @@ def test_discovery_selects_by_service_labels_and_by_the_workloads_pods(prom: Pro
         '{job=~"(.+/)?cartservice"}',
     ]
     # no owner references: the pods the Deployment / StatefulSet naming convention gives
-    assert sent["match[]"][-1].startswith('{pod=~"cartservice-[bcdfghjklmnpqrstvwxz2456789]{6,10}-')
+    assert sent["match[]"][-2].startswith('{pod=~"cartservice-[bcdfghjklmnpqrstvwxz2456789]{6,10}-')
+    assert sent["match[]"][-1] == '{server="cartservice"}'  # the service graph's calls it serves
     # the histogram's convention first, under the tools' names; the rest by type
     assert names == [
         "latency_p99",
@@ -104,6 +105,32 @@ def test_all_signals_of_an_entity_go_in_one_query(prom: PrometheusConnector) -> 
     assert "histogram_quantile(0.99, sum by (le) (rate(http_server_request_duration_seconds_bucket{" in promql
     assert 'http_response_status_code=~"5.."' in promql
     assert "sum(process_resident_memory_bytes{" in promql  # a gauge as it is
+
+
+def test_the_calls_an_entity_serves_are_read_from_the_service_graph_by_its_server_label(
+    prom: PrometheusConnector,
+) -> None:
+    graph = [
+        "traces_service_graph_request_total",
+        "traces_service_graph_request_failed_total",
+        "traces_service_graph_request_server_seconds_bucket",
+        "traces_service_graph_request_client_seconds_bucket",
+    ]
+    with respx.mock(base_url=URL) as mock:
+        routes = _discovery(mock)
+        routes["names"].mock(return_value=httpx.Response(200, json={"status": "success", "data": graph}))
+        query = mock.get("/api/v1/query_range").mock(return_value=reply("prometheus", "query_range_empty"))
+        names = prom.metric_names("cartservice", WINDOW)
+        prom.metrics("cartservice", WINDOW)
+    assert names == ["call_latency_p99", "call_latency_p50", "call_error_ratio", "call_requests_per_second"]
+    probe = routes["probe"].calls.last.request.url.params["query"]
+    server = 'traces_service_graph_request_server_seconds_bucket{server="cartservice"}'
+    assert probe == f"max(count_over_time({server}[1200s]))"
+    promql = query.calls.last.request.url.params["query"]
+    assert promql.count("label_replace(") == 4
+    assert promql.count("{server=") == promql.count("{")  # never the entity's own labels
+    assert f"histogram_quantile(0.99, sum by (le) (rate({server}[60s])))" in promql
+    assert 'sum(rate(traces_service_graph_request_failed_total{server="cartservice"}[60s]))' in promql
 
 
 def test_status_error_body_is_reported_not_retried(prom: PrometheusConnector, sleeps) -> None:
