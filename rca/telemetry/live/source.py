@@ -20,7 +20,7 @@ import yaml
 from rca.integrations.config import BackendConfig
 from rca.integrations.http import BackendError, Credentials, HttpClient, RetryPolicy
 from rca.integrations.kubernetes.connector import KubernetesConnector
-from rca.integrations.prometheus.connector import DEFAULT_ENTITY_LABELS
+from rca.integrations.prometheus.connector import DEFAULT_ENTITY_LABELS, PrometheusConnector
 from rca.integrations.protocols import EventsConnector, LogsConnector, MetricsConnector, TracesConnector
 from rca.integrations.registry import TELEMETRY, System
 from rca.telemetry.model import (
@@ -291,6 +291,18 @@ class LiveSource:
         """`baseline_seconds` ending `baseline_gap_seconds` before `onset`."""
         end = onset - self.config.baseline_gap_seconds
         return TimeWindow(end - self.config.baseline_seconds, end)
+
+    def condition_since(self, expr: str, labels: Mapping[str, str], at: float) -> float | None:
+        """When an alert's condition began to hold up to `at`, by its rule's expression over Prometheus
+        (None without Prometheus, when it does not hold, or when Prometheus fails: its state says so)."""
+        metrics = self._metrics
+        if not isinstance(metrics, PrometheusConnector):
+            return None
+        try:
+            with self._telemetry_errors():
+                return metrics.condition_since(expr, labels, at)
+        except TelemetryError:
+            return None
 
     def metric_names(self, entity: str) -> Sequence[str]:
         """Metrics the metrics backend has for `entity` recently (none without one)."""

@@ -167,3 +167,30 @@ def test_wrong_result_type_is_a_shape_error(prom: PrometheusConnector) -> None:
 )
 def test_unit_from_name(name: str, unit: str) -> None:
     assert unit_from_name(name) == unit
+
+
+def _matrix(*series: tuple[dict[str, str], list[float]]) -> httpx.Response:
+    result = [{"metric": labels, "values": [[t, "1"] for t in times]} for labels, times in series]
+    return httpx.Response(200, json={"status": "success", "data": {"resultType": "matrix", "result": result}})
+
+
+def test_an_alerts_condition_is_traced_back_to_when_it_began_to_hold(prom: PrometheusConnector) -> None:
+    at = WINDOW.end
+    alert = {"alertname": "LatencyP99Anomaly", "service_name": "frontend", "severity": "critical"}
+    held = [at - 15 * k for k in range(20, -1, -1)]  # the last five minutes, every evaluation
+    earlier = [at - 900.0, at - 885.0]  # an earlier spell, ended by a break
+    other = [at - 1500.0 + 15 * k for k in range(100)]  # another service's series: not this alert's
+    with respx.mock(base_url=URL) as mock:
+        route = mock.get("/api/v1/query_range").mock(
+            return_value=_matrix(
+                ({"service_name": "frontend"}, earlier + held),
+                ({"service_name": "cartservice"}, other),
+            )
+        )
+        since = prom.condition_since("some_expr > 4", alert, at)
+        sent = route.calls.last.request.url.params
+        assert (sent["query"], sent["step"], float(sent["start"])) == ("some_expr > 4", "15", at - 1800)
+        assert since == at - 300
+
+        route.mock(return_value=_matrix(({"service_name": "frontend"}, [at - 600.0, at - 585.0])))
+        assert prom.condition_since("some_expr > 4", alert, at) is None  # it no longer holds at `at`

@@ -231,3 +231,13 @@ def test_queries_reach_their_connectors() -> None:
         assert len(source.logs("cartservice", WINDOW, limit=3)) == 3
         assert source.spans(WINDOW, "cartservice") == []
     assert loki.calls.last.request.headers["authorization"].startswith("Basic ")
+
+
+def test_an_alerts_condition_is_traced_through_prometheus_only() -> None:
+    with _source({"tempo": {"url": "http://tempo:3200"}}) as source:
+        assert source.condition_since("up == 0", {}, NOW) is None  # no metrics backend to ask
+    settings = {"retry": {"max_attempts": 1}, "prometheus": {"url": "http://prometheus:9090"}}
+    with _source(settings) as source, respx.mock(base_url="http://prometheus:9090") as mock:
+        mock.get("/api/v1/query_range").mock(return_value=httpx.Response(503))
+        assert source.condition_since("up == 0", {}, NOW) is None  # the firing time stands
+        assert source.backend_states()["prometheus"].startswith("unreachable")
