@@ -376,7 +376,9 @@ class PrometheusConnector:
         step = self.step_for(window)
         rate = self.rate_window(step)
         matchers = self.entity_matchers(entity, window)
-        query = " or ".join(render(s, matchers, rate, entity) for s in chosen)
+        # At the scrape interval, the rate of each interval (see `signals`); coarser, the step's average.
+        per = "irate" if step <= self.scrape_interval else "rate"
+        query = " or ".join(render(s, matchers, rate, entity, per) for s in chosen)
         units = {s.name: s.unit for s in chosen}
         series = self.query_range(query, window, step, entity=entity)
         series = [replace(s, unit=units.get(s.name, s.unit)) for s in series]

@@ -1,17 +1,21 @@
 """What a Prometheus metric means to the tools: its type, and the signals (PromQL expressions) read from it.
 
-A counter is read as its per-second `rate()`, a histogram as `histogram_quantile()` over its buckets (and
-the rate of its `_count`), a gauge as it is. The type comes from Prometheus's metadata API and, for a
-metric it does not describe (backfilled data, federation), from the naming convention: `_total` is a
-counter, `_bucket` / `_count` / `_sum` a histogram.
+A counter is read as its per-second rate, a histogram as `histogram_quantile()` over its buckets' rates
+(and the rate of its `_count`), a gauge as it is. Read at the scrape interval, a rate is `irate()`, the
+rate between the last two scrapes (what the counter did in that interval, as a recorded per-interval
+series holds it); `rate()` over Grafana's `$__rate_interval` (four scrapes) would spread a one-interval
+burst over four points, and a tail quantile of four intervals' pooled buckets is the burst's for all four.
+Read at a coarser step, a rate is `rate()` over the step and a scrape, the step's average. The type comes
+from Prometheus's metadata API and, for a metric it does not describe (backfilled data, federation), from
+the naming convention: `_total` is a counter, `_bucket` / `_count` / `_sum` a histogram.
 
 Discovery is by relevance: the series of the conventions real clusters use (cAdvisor, kube-state-metrics,
 OpenTelemetry HTTP semantic conventions, the Collector's span-metrics and service-graph connectors) come
 first, under the names of the tools' vocabulary (`latency_p99`, `error_ratio`, `cpu_usage_cores`, ...),
 then every other metric of the entity, derived by its type. Each signal's expression has `{sel}` where the
-entity's label matchers go and `{rate}` where the rate window goes; a signal whose series name the entity
-by a label of their own (the service graph's `server`: the calls the entity serves, as its callers' spans
-and its own measured them) has that one matcher there instead.
+entity's label matchers go, `{per}` the rate function and `{rate}` its range; a signal whose series name
+the entity by a label of their own (the service graph's `server`: the calls the entity serves, as its
+callers' spans and its own measured them) has that one matcher there instead.
 """
 
 from __future__ import annotations
@@ -70,7 +74,7 @@ class Signal:
     """One series the tools read: a PromQL expression over the entity's selector, and its unit."""
 
     name: str  # the name the tools see (their families are read from it)
-    expr: str  # with `{sel}` (the entity's label matchers, comma-joined) and `{rate}` (a duration)
+    expr: str  # with `{sel}` (the entity's matchers, comma-joined), `{per}` (rate / irate), `{rate}` (range)
     unit: str
     source: str  # the Prometheus metric it is read from (what discovery must have found)
     by: str | None = None  # the label naming the entity in its series, instead of the entity's matchers
@@ -78,12 +82,12 @@ class Signal:
 
 def _quantile(family: str, q: float, extra: str = "") -> str:
     sel = "{sel}" + (", " + extra if extra else "")
-    return f"histogram_quantile({q:g}, sum by (le) (rate({family}_bucket{{{sel}}}[{{rate}}])))"
+    return f"histogram_quantile({q:g}, sum by (le) ({{per}}({family}_bucket{{{sel}}}[{{rate}}])))"
 
 
 def _rate(series: str, extra: str = "") -> str:
     sel = "{sel}" + (", " + extra if extra else "")
-    return f"sum(rate({series}{{{sel}}}[{{rate}}]))"
+    return f"sum({{per}}({series}{{{sel}}}[{{rate}}]))"
 
 
 def _ratio(series: str, bad: str) -> str:
@@ -246,11 +250,11 @@ def selectors_of(signal: Signal, matchers: Iterable[str], entity: str) -> list[s
     return [f"{signal.by}={quote(entity)}"] if signal.by else list(matchers)
 
 
-def render(signal: Signal, matchers: Iterable[str], rate: str, entity: str) -> str:
+def render(signal: Signal, matchers: Iterable[str], rate: str, entity: str, per: str = "rate") -> str:
     """The signal's expression over each of `entity`'s selectors in turn (`or`: the first that has data),
-    labelled with the signal's name so one query can carry many signals."""
+    its rates by `per` over `rate`, labelled with the signal's name so one query can carry many signals."""
     alternatives = " or ".join(
-        f"({signal.expr.replace('{sel}', sel).replace('{rate}', rate)})"
+        f"({signal.expr.replace('{sel}', sel).replace('{per}', per).replace('{rate}', rate)})"
         for sel in selectors_of(signal, matchers, entity)
     )
     return f'label_replace({alternatives}, "{SIGNAL_LABEL}", "{signal.name}", "", "")'

@@ -11,6 +11,7 @@ import respx
 
 from rca.integrations.http import BackendError
 from rca.integrations.prometheus.connector import PrometheusConnector, unit_from_name
+from rca.telemetry.model import TimeWindow
 
 from .recorded import WINDOW, reply
 
@@ -102,9 +103,25 @@ def test_all_signals_of_an_entity_go_in_one_query(prom: PrometheusConnector) -> 
         prom.metrics("cartservice", WINDOW)
     promql = parse_qs(urlsplit(str(query.calls.last.request.url)).query)["query"][0]
     assert promql.count("label_replace(") == 6
-    assert "histogram_quantile(0.99, sum by (le) (rate(http_server_request_duration_seconds_bucket{" in promql
+    # at the scrape interval (15 s), each interval's rate: no burst is spread over the rate window
+    assert (
+        "histogram_quantile(0.99, sum by (le) (irate(http_server_request_duration_seconds_bucket{" in promql
+    )
     assert 'http_response_status_code=~"5.."' in promql
     assert "sum(process_resident_memory_bytes{" in promql  # a gauge as it is
+
+
+def test_a_coarser_step_reads_each_steps_average_rate(prom: PrometheusConnector) -> None:
+    day = TimeWindow(WINDOW.end - 86_400, WINDOW.end)
+    with respx.mock(base_url=URL) as mock:
+        _discovery(mock)
+        query = mock.get("/api/v1/query_range").mock(return_value=reply("prometheus", "query_range_empty"))
+        prom.metrics("cartservice", day)
+    sent = query.calls.last.request.url.params
+    assert sent["step"] == "87"  # a day in at most 1000 points
+    assert "sum by (le) (rate(http_server_request_duration_seconds_bucket{" in sent["query"]
+    assert "[102s]" in sent["query"]  # the step and a scrape
+    assert "irate(" not in sent["query"]
 
 
 def test_the_calls_an_entity_serves_are_read_from_the_service_graph_by_its_server_label(
@@ -129,8 +146,8 @@ def test_the_calls_an_entity_serves_are_read_from_the_service_graph_by_its_serve
     promql = query.calls.last.request.url.params["query"]
     assert promql.count("label_replace(") == 4
     assert promql.count("{server=") == promql.count("{")  # never the entity's own labels
-    assert f"histogram_quantile(0.99, sum by (le) (rate({server}[60s])))" in promql
-    assert 'sum(rate(traces_service_graph_request_failed_total{server="cartservice"}[60s]))' in promql
+    assert f"histogram_quantile(0.99, sum by (le) (irate({server}[60s])))" in promql
+    assert 'sum(irate(traces_service_graph_request_failed_total{server="cartservice"}[60s]))' in promql
 
 
 def test_status_error_body_is_reported_not_retried(prom: PrometheusConnector, sleeps) -> None:
