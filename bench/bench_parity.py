@@ -106,6 +106,8 @@ def live_case(data: Path, ref: CaseRef, token: str, webhook: str, folder: Path) 
             "alert_seconds": time.monotonic() - started,
             "alerts": sorted({a.labels.get("alertname", "") for a in incident.alerts.all()}),
             "topology": investigation.topology.get("origin", ""),
+            # how far before the alert's firing the live onset hint lies (its rule's condition traced back)
+            "onset_lead": first.starts_at.timestamp() - (investigation.result_document or {})["onset"],
         }
     finally:
         Incident.objects.all().delete()  # the next case's alert must open its own incident
@@ -199,7 +201,8 @@ def main() -> int:
                 f"{live_row.top5[:1]} {live_row.exit} ({live['status']}); top-1 live/recorded "
                 f"{'hit' if live_row.correct else 'miss'}/{'hit' if recorded.correct else 'miss'}; "
                 f"alerts {live['alerts']} after {live['alert_seconds']:.0f} s; "
-                f"e2e {live['e2e_seconds']:.1f} s; topology {live['topology'] or '-'}",
+                f"e2e {live['e2e_seconds']:.1f} s; onset hint {live['onset_lead']:.0f} s before firing; "
+                f"topology {live['topology'] or '-'}",
                 flush=True,
             )
             if args.out:

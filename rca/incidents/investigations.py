@@ -27,7 +27,7 @@ from rca.core.gate import GateExit
 from rca.incidents.models import ActionProposal, Evidence, Hypothesis, Incident, Investigation
 from rca.incidents.outbox import claim, dispatch, keep_alive, still_mine
 from rca.incidents.services import record_audit
-from rca.integrations.prometheus.alerts import alert_target
+from rca.integrations.prometheus.alerts import alert_target, expression_of
 from rca.investigation.anthropic_policy import Spend, policy_factory
 from rca.investigation.document import document_of
 from rca.investigation.engine import EngineConfig, investigate
@@ -85,10 +85,16 @@ def telemetry_for(incident: Incident) -> tuple[TelemetrySource, Alert]:
     labels = {str(k): str(v) for k, v in (incident.labels or {}).items()}
     first = incident.alerts.order_by("starts_at", "pk").first()
     target = alert_target(labels, first.generator_url if first else "", config.service_labels())
+    # The onset hint: when the rule's condition began to hold (Prometheus's `activeAt`), else when the
+    # alert fired; the latter lags the former by the rule's `for:` and more when the data arrived late.
+    fired = incident.onset.timestamp()
+    expr = expression_of(first.generator_url) if first else None
+    own = {str(k): str(v) for k, v in (first.labels if first else {}).items()}
+    since = source.condition_since(expr, {**labels, **own}, fired) if expr else None
     alert = Alert(
         name=incident.title,
         entity=incident.symptom_entity or target.entity or "",
-        fired_at=incident.onset.timestamp(),
+        fired_at=min(fired, since) if since is not None else fired,
         severity=incident.severity or "critical",
         metric=target.metric,
         labels=labels,

@@ -136,8 +136,15 @@ def test_pods_map_to_their_workload_and_discovery_puts_conventions_first(prom: S
     window = recent(now)
     assert prometheus.pods("checkout", window) == [POD]  # pod -> ReplicaSet -> Deployment
     names = prometheus.metric_names("checkout", window)
-    # the container series reach the workload through its pod; the metric of no convention comes last
-    assert names == ["cpu_usage_cores", "memory_working_set_bytes", "orders_processed_total"]
+    # the calls it serves in the service graph (`server`), then the container series, which reach the
+    # workload through its pod; the metric of no convention comes last
+    assert names == [
+        "call_error_ratio",
+        "call_requests_per_second",
+        "cpu_usage_cores",
+        "memory_working_set_bytes",
+        "orders_processed_total",
+    ]
     (orders,) = prometheus.metrics("checkout", window, ["orders_processed_total"])
     assert np.median(orders.values) == pytest.approx(3.0)  # a counter of no convention: its rate
 

@@ -1,5 +1,6 @@
 """The Kubernetes API server's configuration: `KUBERNETES_URL` (unset: off), `KUBERNETES_TOKEN` (a bearer
-token) and `KUBERNETES_NAMESPACES` (comma-separated namespaces whose events are read; `default`)."""
+token) and `KUBERNETES_NAMESPACES` (comma-separated namespaces whose events, Services and workloads are read;
+`default`)."""
 
 from __future__ import annotations
 

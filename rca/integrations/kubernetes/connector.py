@@ -1,4 +1,5 @@
-"""Kubernetes events connector: namespace events (core/v1 or events.k8s.io/v1) to model Events."""
+"""Kubernetes connector: namespace events (core/v1 or events.k8s.io/v1) to model Events, and a call graph
+from Services' selectors (`rca.integrations.kubernetes.topology`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from rca.integrations.http import HttpClient
+from rca.integrations.kubernetes.topology import (
+    WORKLOAD_PATHS,
+    Service,
+    Workload,
+    service_edges,
+    service_of,
+    workload_of,
+)
 from rca.integrations.otel import service_from_object
 from rca.integrations.parsing import as_dict, as_int, as_list, opt_str, parse_rfc3339
 from rca.telemetry.model import Event, EventKind, TimeWindow
@@ -163,27 +172,49 @@ class KubernetesConnector:
         self.namespaces = tuple(namespaces)
         self.api = api
         self.page_size = page_size
-        self.max_pages = max_pages  # events expire after ~1 h, so a few pages cover a namespace
+        # events expire after ~1 h and a namespace holds tens of workloads: a few pages cover either
+        self.max_pages = max_pages
 
-    def raw_events(self, namespace: str) -> list[K8sEvent]:
-        """Every event of `namespace` the API still holds (bounded pages of `page_size`)."""
-        events: list[K8sEvent] = []
+    def _items(self, path: str, what: str) -> list[Any]:
+        """Every item of a list endpoint (bounded pages of `page_size`, followed by `continue`)."""
+        items: list[Any] = []
         token: str | None = None
         for _ in range(self.max_pages):
             params = {"limit": str(self.page_size)}
             if token:
                 params["continue"] = token
-            body = self.client.get_json(_PATHS[self.api].format(ns=namespace), params)
-            with self.client.parsing(f"events of namespace {namespace}"):
-                body = as_dict(body, "EventList")
-                for item in as_list(body.get("items"), "items"):
-                    event = normalise_event(item, namespace)
-                    if event is not None:
-                        events.append(event)
+            body = self.client.get_json(path, params)
+            with self.client.parsing(what):
+                body = as_dict(body, what)
+                items.extend(as_list(body.get("items"), "items"))
                 token = opt_str(as_dict(body.get("metadata") or {}, "metadata").get("continue"))
             if not token:
                 break
-        return events
+        return items
+
+    def raw_events(self, namespace: str) -> list[K8sEvent]:
+        """Every event of `namespace` the API still holds."""
+        what = f"events of namespace {namespace}"
+        items = self._items(_PATHS[self.api].format(ns=namespace), what)
+        with self.client.parsing(what):
+            return [e for e in (normalise_event(item, namespace) for item in items) if e is not None]
+
+    def service_edges(self) -> list[tuple[str, str, float]]:
+        """Caller -> callee workload edges of the configured namespaces: a workload calls the workloads a
+        Service selects when its containers' environment or arguments name that Service (see `topology`)."""
+        services: list[Service] = []
+        workloads: list[Workload] = []
+        for namespace in self.namespaces:
+            what = f"services of namespace {namespace}"
+            items = self._items(f"/api/v1/namespaces/{namespace}/services", what)
+            with self.client.parsing(what):
+                services.extend(s for s in (service_of(item, namespace) for item in items) if s is not None)
+            for kind, path in WORKLOAD_PATHS.items():
+                what = f"{kind} of namespace {namespace}"
+                items = self._items(path.format(ns=namespace), what)
+                with self.client.parsing(what):
+                    workloads.extend(workload_of(item, namespace) for item in items)
+        return service_edges(services, workloads)
 
     def events(self, window: TimeWindow, entity: str | None = None) -> list[Event]:
         """Events whose [first, last] observation overlaps `window` (about `entity` when given)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -27,7 +27,9 @@ from rca.integrations.prometheus.signals import (
     Signal,
     derived,
     metric_type,
+    own_matchers,
     render,
+    selectors_of,
     signals_for,
 )
 from rca.telemetry.model import MetricSeries, TimeWindow
@@ -45,6 +47,11 @@ MAX_QUERIES = 500
 SERVICE_GRAPH = "traces_service_graph_request_total"  # the service graph connector's request counter
 # How far back the scrape interval is measured (seconds): four samples even at a 5-minute scrape.
 SCRAPE_PROBE = 1200.0
+# How far back an alert's condition is traced (seconds), at Prometheus's default evaluation interval: the
+# engine looks 10 minutes before its onset hint, and a condition that held for longer began before any
+# incident window would start anyway.
+CONDITION_LOOKBACK = 1800.0
+EVALUATION_INTERVAL = 15.0
 
 # Unit suffixes of the Prometheus / OpenTelemetry naming conventions, checked after the
 # counter / histogram suffixes are stripped; units are UCUM as OTel writes them.
@@ -239,7 +246,10 @@ class PrometheusConnector:
             data = self._get(
                 "/api/v1/label/__name__/values",
                 {
-                    "match[]": self.entity_selectors(entity, window),
+                    "match[]": [
+                        *self.entity_selectors(entity, window),
+                        *("{" + m + "}" for m in own_matchers(entity)),
+                    ],
                     "start": f"{window.start:.3f}",
                     "end": f"{window.end:.3f}",
                 },
@@ -249,17 +259,17 @@ class PrometheusConnector:
                 names = {as_str(n, "metric name") for n in as_list(data, "data")}
             found = signals_for(names, self.metadata() if names else {})
             if found and not self._measured_scrape:
-                self._measure_scrape(found[0].source, entity, window)
+                self._measure_scrape(found[0], entity, window)
             self._signals[key] = found[: self.max_signals]
         return self._signals[key]
 
-    def _measure_scrape(self, name: str, entity: str, window: TimeWindow) -> None:
+    def _measure_scrape(self, signal: Signal, entity: str, window: TimeWindow) -> None:
         """The scrape interval, from how many samples one of the entity's series holds over the probe
         range (the densest series: one that began inside it would read sparser); rate windows need it."""
         self._measured_scrape = True
         probe = " or ".join(
-            f"count_over_time({name}{sel}[{SCRAPE_PROBE:g}s])"
-            for sel in self.entity_selectors(entity, window)
+            f"count_over_time({signal.source}{{{sel}}}[{SCRAPE_PROBE:g}s])"
+            for sel in selectors_of(signal, self.entity_matchers(entity, window), entity)
         )
         data = self._get(
             "/api/v1/query", {"query": f"max({probe})", "time": f"{window.end:.3f}"}, "scrape interval"
@@ -286,6 +296,32 @@ class PrometheusConnector:
                     edges.append((client, server, calls))
             return sorted(edges)
 
+    # --- the alert's condition ---
+
+    def condition_since(self, expr: str, labels: Mapping[str, str], at: float) -> float | None:
+        """When the alert's condition (its rule's expression) began to hold without a break up to `at`:
+        Prometheus's `activeAt`, which it does not send to Alertmanager (`startsAt` is when the alert fired,
+        the rule's `for:` and an evaluation later). Only the expression's series that carry the alert's own
+        label values count. None when the condition does not hold at `at` (within two evaluations)."""
+        window = TimeWindow(at - CONDITION_LOOKBACK, at)
+        step = max(EVALUATION_INTERVAL, math.ceil(window.seconds / self.max_points))
+        held: set[float] = set()
+        items = self._matrix(expr, window, step)
+        with self.client.parsing("query_range"):
+            for series in items:
+                own = {k: v for k, v in series["metric"].items() if k != "__name__"}
+                if all(labels.get(k) == v for k, v in own.items()):
+                    held.update(as_number(as_list(p, "values[]")[0], "sample time") for p in series["values"])
+        times = sorted(held, reverse=True)
+        if not times or times[0] < at - 2 * step:
+            return None
+        since = times[0]
+        for earlier in times[1:]:
+            if since - earlier > 1.5 * step:
+                break
+            since = earlier
+        return since
+
     # --- series ---
 
     def query_range(
@@ -296,24 +332,27 @@ class PrometheusConnector:
         `entity`, when given, names every series (the caller selected them by it); otherwise the
         entity comes from the series labels (service_name / service / job / pod).
         """
+        items = self._matrix(query, window, step or self.step_for(window))
+        with self.client.parsing("query_range"):
+            return [self._matrix_series(item, window, entity) for item in items]
+
+    def _matrix(self, query: str, window: TimeWindow, step: float) -> list[dict[str, Any]]:
+        """The result of a range query: its series (`metric` labels as strings, `values` as sent)."""
         data = self._get(
             "/api/v1/query_range",
-            {
-                "query": query,
-                "start": f"{window.start:.3f}",
-                "end": f"{window.end:.3f}",
-                "step": f"{step or self.step_for(window):g}",
-            },
+            {"query": query, "start": f"{window.start:.3f}", "end": f"{window.end:.3f}", "step": f"{step:g}"},
             "query_range",
         )
         with self.client.parsing("query_range"):
             data = as_dict(data, "data")
             if data.get("resultType") != "matrix":
                 raise ShapeError(f"resultType is {data.get('resultType')!r}, expected 'matrix'")
-            return [
-                self._matrix_series(as_dict(item, "result[]"), window, entity)
-                for item in as_list(data.get("result"), "data.result")
-            ]
+            out = []
+            for item in as_list(data.get("result"), "data.result"):
+                item = as_dict(item, "result[]")
+                labels = {str(k): str(v) for k, v in as_dict(item.get("metric", {}), "metric").items()}
+                out.append({"metric": labels, "values": as_list(item.get("values"), "values")})
+            return out
 
     def metrics(
         self, entity: str, window: TimeWindow, names: Iterable[str] | None = None
@@ -337,17 +376,19 @@ class PrometheusConnector:
         step = self.step_for(window)
         rate = self.rate_window(step)
         matchers = self.entity_matchers(entity, window)
-        query = " or ".join(render(s, matchers, rate) for s in chosen)
+        # At the scrape interval, the rate of each interval (see `signals`); coarser, the step's average.
+        per = "irate" if step <= self.scrape_interval else "rate"
+        query = " or ".join(render(s, matchers, rate, entity, per) for s in chosen)
         units = {s.name: s.unit for s in chosen}
         series = self.query_range(query, window, step, entity=entity)
         series = [replace(s, unit=units.get(s.name, s.unit)) for s in series]
         return sorted(series, key=lambda s: (s.name, s.instance or ""))
 
     def _matrix_series(self, item: dict[str, Any], window: TimeWindow, entity: str | None) -> MetricSeries:
-        labels = {str(k): str(v) for k, v in as_dict(item.get("metric", {}), "metric").items()}
+        labels = item["metric"]
         found, instance = entity_from_labels(labels, self.entity_labels)
         name = labels.get(SIGNAL_LABEL) or labels.get("__name__", "")
-        points = as_list(item.get("values"), "values")
+        points = item["values"]
         timestamps = np.empty(len(points), dtype=np.float64)
         values = np.empty(len(points), dtype=np.float64)
         for i, point in enumerate(points):

@@ -1,15 +1,21 @@
 """What a Prometheus metric means to the tools: its type, and the signals (PromQL expressions) read from it.
 
-A counter is read as its per-second `rate()`, a histogram as `histogram_quantile()` over its buckets (and
-the rate of its `_count`), a gauge as it is. The type comes from Prometheus's metadata API and, for a
-metric it does not describe (backfilled data, federation), from the naming convention: `_total` is a
-counter, `_bucket` / `_count` / `_sum` a histogram.
+A counter is read as its per-second rate, a histogram as `histogram_quantile()` over its buckets' rates
+(and the rate of its `_count`), a gauge as it is. Read at the scrape interval, a rate is `irate()`, the
+rate between the last two scrapes (what the counter did in that interval, as a recorded per-interval
+series holds it); `rate()` over Grafana's `$__rate_interval` (four scrapes) would spread a one-interval
+burst over four points, and a tail quantile of four intervals' pooled buckets is the burst's for all four.
+Read at a coarser step, a rate is `rate()` over the step and a scrape, the step's average. The type comes
+from Prometheus's metadata API and, for a metric it does not describe (backfilled data, federation), from
+the naming convention: `_total` is a counter, `_bucket` / `_count` / `_sum` a histogram.
 
 Discovery is by relevance: the series of the conventions real clusters use (cAdvisor, kube-state-metrics,
-OpenTelemetry HTTP semantic conventions, the Collector's span-metrics connector) come first, under the
-names of the tools' vocabulary (`latency_p99`, `error_ratio`, `cpu_usage_cores`, ...), then every other
-metric of the entity, derived by its type. Each signal's expression has `{sel}` where the entity's label
-matchers go and `{rate}` where the rate window goes.
+OpenTelemetry HTTP semantic conventions, the Collector's span-metrics and service-graph connectors) come
+first, under the names of the tools' vocabulary (`latency_p99`, `error_ratio`, `cpu_usage_cores`, ...),
+then every other metric of the entity, derived by its type. Each signal's expression has `{sel}` where the
+entity's label matchers go, `{per}` the rate function and `{rate}` its range; a signal whose series name
+the entity by a label of their own (the service graph's `server`: the calls the entity serves, as its
+callers' spans and its own measured them) has that one matcher there instead.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+
+from rca.integrations.parsing import quote
 
 
 class MetricType(StrEnum):
@@ -66,19 +74,20 @@ class Signal:
     """One series the tools read: a PromQL expression over the entity's selector, and its unit."""
 
     name: str  # the name the tools see (their families are read from it)
-    expr: str  # with `{sel}` (the entity's label matchers, comma-joined) and `{rate}` (a duration)
+    expr: str  # with `{sel}` (the entity's matchers, comma-joined), `{per}` (rate / irate), `{rate}` (range)
     unit: str
     source: str  # the Prometheus metric it is read from (what discovery must have found)
+    by: str | None = None  # the label naming the entity in its series, instead of the entity's matchers
 
 
 def _quantile(family: str, q: float, extra: str = "") -> str:
     sel = "{sel}" + (", " + extra if extra else "")
-    return f"histogram_quantile({q:g}, sum by (le) (rate({family}_bucket{{{sel}}}[{{rate}}])))"
+    return f"histogram_quantile({q:g}, sum by (le) ({{per}}({family}_bucket{{{sel}}}[{{rate}}])))"
 
 
 def _rate(series: str, extra: str = "") -> str:
     sel = "{sel}" + (", " + extra if extra else "")
-    return f"sum(rate({series}{{{sel}}}[{{rate}}]))"
+    return f"sum({{per}}({series}{{{sel}}}[{{rate}}]))"
 
 
 def _ratio(series: str, bad: str) -> str:
@@ -104,6 +113,29 @@ def _http(family: str, prefix: str) -> tuple[Signal, ...]:
     )
 
 
+def _service_graph(prefix: str) -> tuple[Signal, ...]:
+    """The service graph connector's series of the calls an entity serves (`server`), summed over its
+    callers: server-side quantiles, failed share, request rate."""
+    family = "traces_service_graph_request_server_seconds"
+    calls = "traces_service_graph_request_total"
+    failed = "traces_service_graph_request_failed_total"
+    return (
+        *(
+            Signal(f"{prefix}latency_{_percentile(q)}", _quantile(family, q), "s", f"{family}_bucket", SERVER)
+            for q in reversed(QUANTILES)
+        ),
+        Signal(
+            f"{prefix}error_ratio",
+            f"(({_rate(failed)}) or (0 * {_rate(calls)})) / {_rate(calls)}",
+            "1",
+            calls,
+            SERVER,
+        ),
+        Signal(f"{prefix}requests_per_second", _rate(calls), "1/s", calls, SERVER),
+    )
+
+
+SERVER = "server"  # the service graph connector's label for the called service
 # Real clusters' conventions, most telling first (docs/live-conventions.md has the table the replay
 # writes; the names are the semantic conventions' and the exporters' own).
 CONVENTIONS: tuple[Signal, ...] = (
@@ -127,6 +159,7 @@ CONVENTIONS: tuple[Signal, ...] = (
         "1/s",
         "traces_span_metrics_calls_total",
     ),
+    *_service_graph("call_"),
     Signal(
         "cpu_usage_cores",
         _rate("container_cpu_usage_seconds_total", 'container!="", container!="POD"'),
@@ -167,10 +200,13 @@ _COVERED = frozenset(
             "http_server_request_duration_seconds",
             "http_client_request_duration_seconds",
             "traces_span_metrics_duration_milliseconds",
+            "traces_service_graph_request_server_seconds",
+            "traces_service_graph_request_client_seconds",
         )
         for suffix in HISTOGRAM_SUFFIXES
     }
     | {
+        "traces_service_graph_request_failed_total",
         "kube_pod_owner",
         "kube_replicaset_owner",
         "kube_pod_labels",
@@ -204,11 +240,22 @@ def signals_for(names: Iterable[str], metadata: Mapping[str, MetricType]) -> lis
     return out
 
 
-def render(signal: Signal, selectors: Iterable[str], rate: str) -> str:
-    """The signal's expression over each selector in turn (`or`: the first that has data), labelled with
-    the signal's name so one query can carry many signals."""
+def own_matchers(entity: str) -> list[str]:
+    """The matchers of the labels by which some conventions' series name `entity` (see `Signal.by`)."""
+    return [f"{label}={quote(entity)}" for label in sorted({s.by for s in CONVENTIONS if s.by})]
+
+
+def selectors_of(signal: Signal, matchers: Iterable[str], entity: str) -> list[str]:
+    """The matchers that select `entity`'s series of `signal`: its own label's, else the entity's."""
+    return [f"{signal.by}={quote(entity)}"] if signal.by else list(matchers)
+
+
+def render(signal: Signal, matchers: Iterable[str], rate: str, entity: str, per: str = "rate") -> str:
+    """The signal's expression over each of `entity`'s selectors in turn (`or`: the first that has data),
+    its rates by `per` over `rate`, labelled with the signal's name so one query can carry many signals."""
     alternatives = " or ".join(
-        f"({signal.expr.replace('{sel}', sel).replace('{rate}', rate)})" for sel in selectors
+        f"({signal.expr.replace('{sel}', sel).replace('{per}', per).replace('{rate}', rate)})"
+        for sel in selectors_of(signal, matchers, entity)
     )
     return f'label_replace({alternatives}, "{SIGNAL_LABEL}", "{signal.name}", "", "")'
 

@@ -19,7 +19,8 @@ import yaml
 
 from rca.integrations.config import BackendConfig
 from rca.integrations.http import BackendError, Credentials, HttpClient, RetryPolicy
-from rca.integrations.prometheus.connector import DEFAULT_ENTITY_LABELS
+from rca.integrations.kubernetes.connector import KubernetesConnector
+from rca.integrations.prometheus.connector import DEFAULT_ENTITY_LABELS, PrometheusConnector
 from rca.integrations.protocols import EventsConnector, LogsConnector, MetricsConnector, TracesConnector
 from rca.integrations.registry import TELEMETRY, System
 from rca.telemetry.model import (
@@ -222,8 +223,9 @@ class LiveSource:
 
     def topology(self) -> DependencyGraph:
         """The call graph, from the first source that gives edges (cached per source): recent spans of
-        the traces backend, the service-graph metrics of Prometheus, then the static edges. Its `origin`
-        says which was used; a source that fails is passed over (its state is in `backend_states`)."""
+        the traces backend, the service-graph metrics of Prometheus, the Kubernetes API's Services and
+        the workloads that name them, then the static edges. Its `origin` says which was used; a source
+        that fails is passed over (its state is in `backend_states`)."""
         if self._topology is None:
             self._topology = self._find_topology()
         return self._topology
@@ -241,6 +243,14 @@ class LiveSource:
                 (
                     "service-graph metrics (prometheus)",
                     lambda: graph_from_edges(self._service_graph(metrics, recent)),
+                )
+            )
+        kubernetes = self._by_name.get("kubernetes")
+        if isinstance(kubernetes, KubernetesConnector):
+            candidates.append(
+                (
+                    "Kubernetes Services' selectors (kubernetes)",
+                    lambda: graph_from_edges(self._kubernetes_graph(kubernetes)),
                 )
             )
         if self.config.topology_edges:
@@ -262,6 +272,10 @@ class LiveSource:
         with self._telemetry_errors():
             return metrics.service_graph(window)
 
+    def _kubernetes_graph(self, kubernetes: KubernetesConnector) -> list[tuple[str, str, float]]:
+        with self._telemetry_errors():
+            return kubernetes.service_edges()
+
     def _name_of(self, connector: object) -> str:
         return next(name for name, c in self._by_name.items() if c is connector)
 
@@ -277,6 +291,18 @@ class LiveSource:
         """`baseline_seconds` ending `baseline_gap_seconds` before `onset`."""
         end = onset - self.config.baseline_gap_seconds
         return TimeWindow(end - self.config.baseline_seconds, end)
+
+    def condition_since(self, expr: str, labels: Mapping[str, str], at: float) -> float | None:
+        """When an alert's condition began to hold up to `at`, by its rule's expression over Prometheus
+        (None without Prometheus, when it does not hold, or when Prometheus fails: its state says so)."""
+        metrics = self._metrics
+        if not isinstance(metrics, PrometheusConnector):
+            return None
+        try:
+            with self._telemetry_errors():
+                return metrics.condition_since(expr, labels, at)
+        except TelemetryError:
+            return None
 
     def metric_names(self, entity: str) -> Sequence[str]:
         """Metrics the metrics backend has for `entity` recently (none without one)."""

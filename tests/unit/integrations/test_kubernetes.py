@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
 import respx
 
 from rca.integrations.http import BackendError
 from rca.integrations.kubernetes.connector import CORE_API, KubernetesConnector
+from rca.integrations.kubernetes.topology import Service, Workload, service_edges
 from rca.telemetry.model import EventKind
 
-from .recorded import WINDOW, reply
+from .recorded import WINDOW, exchange, reply
 
 URL = "https://kubernetes.default.svc"
 
@@ -101,3 +103,52 @@ def test_configuration_is_checked(make_client) -> None:
         KubernetesConnector(client, namespaces=[])
     with pytest.raises(ValueError, match="events API"):
         KubernetesConnector(client, namespaces=["shop"], api="v2")
+
+
+def _workloads(mock: respx.MockRouter) -> None:
+    for kind in ("services", "deployments", "statefulsets", "daemonsets"):
+        mock.get(exchange("kubernetes", kind)["request"]["path"]).mock(return_value=reply("kubernetes", kind))
+
+
+def test_call_graph_from_services_selectors(make_client) -> None:
+    k8s = KubernetesConnector(make_client("kubernetes", URL), namespaces=["shop"])
+    with respx.mock(base_url=URL) as mock:
+        _workloads(mock)
+        edges = k8s.service_edges()
+        assert len(mock.calls) == 4  # services and the three workload kinds of the namespace
+    assert edges == [
+        ("cartservice", "redis-cart", 1.0),  # REDIS_ADDR=redis-cart:6379; a StatefulSet behind the Service
+        ("frontend", "cartservice", 1.0),  # CART_SERVICE_ADDR=cartservice:7070 (not cartservice-canary)
+        ("frontend", "productcatalogservice", 1.0),  # by its fully qualified name
+        ("loadgenerator", "frontend", 1.0),  # --host=http://frontend.shop:80, an argument
+    ]  # frontend-external and the selector-less payments-legacy are named by no one
+
+
+def test_a_bare_service_name_reaches_only_its_own_namespace() -> None:
+    cart = Service("shop", "cartservice", {"app": "cartservice"})
+    server = Workload("shop", "cartservice", {"app": "cartservice", "tier": "backend"}, ())
+    near = Workload("shop", "frontend", {"app": "frontend"}, ("cartservice:7070",))
+    far = Workload("ops", "prober", {"app": "prober"}, ("cartservice:7070", "x.cartservice.shop.svc"))
+    qualified = Workload("ops", "auditor", {"app": "auditor"}, ("grpc://cartservice.shop.svc.cluster.local",))
+    assert service_edges([cart], [server, near, far, qualified]) == [
+        ("auditor", "cartservice", 1.0),
+        ("frontend", "cartservice", 1.0),
+    ]
+    wrong = Service("shop", "cartservice", {"app": "cartservice", "tier": "frontend"})
+    assert service_edges([wrong], [server, near]) == []  # the selector must hold whole
+
+
+def test_workload_lists_are_paged_and_a_bad_item_names_its_list(make_client) -> None:
+    k8s = KubernetesConnector(make_client("kubernetes", URL), namespaces=["shop"], page_size=1)
+    listing = exchange("kubernetes", "deployments")["response"]["json"]
+    first = {**listing, "metadata": {"continue": "next"}, "items": listing["items"][:1]}
+    broken = {**listing, "items": [{"metadata": {"namespace": "shop"}}]}
+    with respx.mock(base_url=URL) as mock:  # the first route that matches answers
+        mock.get("/api/v1/namespaces/shop/services").mock(return_value=reply("kubernetes", "services"))
+        path = exchange("kubernetes", "deployments")["request"]["path"]
+        later = mock.get(path, params__contains={"continue": "next"})
+        later.mock(return_value=httpx.Response(200, json=broken))
+        mock.get(path).mock(return_value=httpx.Response(200, json=first))
+        with pytest.raises(BackendError, match=r"deployments of namespace shop.*metadata\.name"):
+            k8s.service_edges()
+        assert later.call_count == 1

@@ -11,6 +11,7 @@ import respx
 
 from rca.integrations.http import BackendError
 from rca.integrations.prometheus.connector import PrometheusConnector, unit_from_name
+from rca.telemetry.model import TimeWindow
 
 from .recorded import WINDOW, reply
 
@@ -82,7 +83,8 @@ def test_discovery_selects_by_service_labels_and_by_the_workloads_pods(prom: Pro
         '{job=~"(.+/)?cartservice"}',
     ]
     # no owner references: the pods the Deployment / StatefulSet naming convention gives
-    assert sent["match[]"][-1].startswith('{pod=~"cartservice-[bcdfghjklmnpqrstvwxz2456789]{6,10}-')
+    assert sent["match[]"][-2].startswith('{pod=~"cartservice-[bcdfghjklmnpqrstvwxz2456789]{6,10}-')
+    assert sent["match[]"][-1] == '{server="cartservice"}'  # the service graph's calls it serves
     # the histogram's convention first, under the tools' names; the rest by type
     assert names == [
         "latency_p99",
@@ -101,9 +103,51 @@ def test_all_signals_of_an_entity_go_in_one_query(prom: PrometheusConnector) -> 
         prom.metrics("cartservice", WINDOW)
     promql = parse_qs(urlsplit(str(query.calls.last.request.url)).query)["query"][0]
     assert promql.count("label_replace(") == 6
-    assert "histogram_quantile(0.99, sum by (le) (rate(http_server_request_duration_seconds_bucket{" in promql
+    # at the scrape interval (15 s), each interval's rate: no burst is spread over the rate window
+    assert (
+        "histogram_quantile(0.99, sum by (le) (irate(http_server_request_duration_seconds_bucket{" in promql
+    )
     assert 'http_response_status_code=~"5.."' in promql
     assert "sum(process_resident_memory_bytes{" in promql  # a gauge as it is
+
+
+def test_a_coarser_step_reads_each_steps_average_rate(prom: PrometheusConnector) -> None:
+    day = TimeWindow(WINDOW.end - 86_400, WINDOW.end)
+    with respx.mock(base_url=URL) as mock:
+        _discovery(mock)
+        query = mock.get("/api/v1/query_range").mock(return_value=reply("prometheus", "query_range_empty"))
+        prom.metrics("cartservice", day)
+    sent = query.calls.last.request.url.params
+    assert sent["step"] == "87"  # a day in at most 1000 points
+    assert "sum by (le) (rate(http_server_request_duration_seconds_bucket{" in sent["query"]
+    assert "[102s]" in sent["query"]  # the step and a scrape
+    assert "irate(" not in sent["query"]
+
+
+def test_the_calls_an_entity_serves_are_read_from_the_service_graph_by_its_server_label(
+    prom: PrometheusConnector,
+) -> None:
+    graph = [
+        "traces_service_graph_request_total",
+        "traces_service_graph_request_failed_total",
+        "traces_service_graph_request_server_seconds_bucket",
+        "traces_service_graph_request_client_seconds_bucket",
+    ]
+    with respx.mock(base_url=URL) as mock:
+        routes = _discovery(mock)
+        routes["names"].mock(return_value=httpx.Response(200, json={"status": "success", "data": graph}))
+        query = mock.get("/api/v1/query_range").mock(return_value=reply("prometheus", "query_range_empty"))
+        names = prom.metric_names("cartservice", WINDOW)
+        prom.metrics("cartservice", WINDOW)
+    assert names == ["call_latency_p99", "call_latency_p50", "call_error_ratio", "call_requests_per_second"]
+    probe = routes["probe"].calls.last.request.url.params["query"]
+    server = 'traces_service_graph_request_server_seconds_bucket{server="cartservice"}'
+    assert probe == f"max(count_over_time({server}[1200s]))"
+    promql = query.calls.last.request.url.params["query"]
+    assert promql.count("label_replace(") == 4
+    assert promql.count("{server=") == promql.count("{")  # never the entity's own labels
+    assert f"histogram_quantile(0.99, sum by (le) (irate({server}[60s])))" in promql
+    assert 'sum(irate(traces_service_graph_request_failed_total{server="cartservice"}[60s]))' in promql
 
 
 def test_status_error_body_is_reported_not_retried(prom: PrometheusConnector, sleeps) -> None:
@@ -140,3 +184,30 @@ def test_wrong_result_type_is_a_shape_error(prom: PrometheusConnector) -> None:
 )
 def test_unit_from_name(name: str, unit: str) -> None:
     assert unit_from_name(name) == unit
+
+
+def _matrix(*series: tuple[dict[str, str], list[float]]) -> httpx.Response:
+    result = [{"metric": labels, "values": [[t, "1"] for t in times]} for labels, times in series]
+    return httpx.Response(200, json={"status": "success", "data": {"resultType": "matrix", "result": result}})
+
+
+def test_an_alerts_condition_is_traced_back_to_when_it_began_to_hold(prom: PrometheusConnector) -> None:
+    at = WINDOW.end
+    alert = {"alertname": "LatencyP99Anomaly", "service_name": "frontend", "severity": "critical"}
+    held = [at - 15 * k for k in range(20, -1, -1)]  # the last five minutes, every evaluation
+    earlier = [at - 900.0, at - 885.0]  # an earlier spell, ended by a break
+    other = [at - 1500.0 + 15 * k for k in range(100)]  # another service's series: not this alert's
+    with respx.mock(base_url=URL) as mock:
+        route = mock.get("/api/v1/query_range").mock(
+            return_value=_matrix(
+                ({"service_name": "frontend"}, earlier + held),
+                ({"service_name": "cartservice"}, other),
+            )
+        )
+        since = prom.condition_since("some_expr > 4", alert, at)
+        sent = route.calls.last.request.url.params
+        assert (sent["query"], sent["step"], float(sent["start"])) == ("some_expr > 4", "15", at - 1800)
+        assert since == at - 300
+
+        route.mock(return_value=_matrix(({"service_name": "frontend"}, [at - 600.0, at - 585.0])))
+        assert prom.condition_since("some_expr > 4", alert, at) is None  # it no longer holds at `at`

@@ -9,7 +9,7 @@ import respx
 from rca.integrations.http import RetryPolicy
 from rca.telemetry.live import LiveConfig, LiveSource
 from rca.telemetry.model import EventKind, Modality, TelemetryError, TelemetrySource, TimeWindow
-from tests.unit.integrations.recorded import WINDOW, Sleeps, reply
+from tests.unit.integrations.recorded import WINDOW, Sleeps, exchange, reply
 
 NOW = WINDOW.end
 SETTINGS = {
@@ -85,18 +85,66 @@ def test_windows() -> None:
         assert source.baseline_window(1000.0) == TimeWindow(1000.0 - 60 - 1800, 1000.0 - 60)
 
 
+def _kubernetes_lists(mock: respx.MockRouter, *, empty: bool = False) -> None:
+    """The Kubernetes API's Service and workload lists of namespace `shop` (empty ones: no edges)."""
+    for kind in ("services", "deployments", "statefulsets", "daemonsets"):
+        recorded = exchange("kubernetes", kind)
+        listing = {**recorded["response"]["json"], "items": []} if empty else recorded["response"]["json"]
+        mock.get(f"https://kubernetes.default.svc{recorded['request']['path']}").mock(
+            return_value=httpx.Response(200, json=listing)
+        )
+
+
 def test_static_topology_is_the_last_resort() -> None:
     settings = {
         "kubernetes": SETTINGS["kubernetes"],
         "topology_edges": [["frontend", "cartservice", 3], {"caller": "cartservice", "callee": "redis"}],
     }
     with _source(settings) as source, respx.mock() as mock:
+        _kubernetes_lists(mock, empty=True)
         graph = source.topology()
-        assert not mock.calls  # no traces or metrics backend to ask first
+        assert len(mock.calls) == 4  # Kubernetes was asked first, and named no Service
     assert graph.origin == "static file (settings)"
     assert graph.has_edge("frontend", "cartservice")
     assert graph.callees("cartservice") == ["redis"]
     assert graph.names() == ["cartservice", "frontend", "redis"]
+
+
+def test_topology_from_kubernetes_services_before_the_static_file_after_the_service_graph() -> None:
+    settings = {
+        "prometheus": {"url": "http://prometheus:9090"},
+        "kubernetes": SETTINGS["kubernetes"],
+        "topology_edges": [["frontend", "static-only"]],
+    }
+    empty = httpx.Response(200, json={"status": "success", "data": {"resultType": "vector", "result": []}})
+    with _source(settings) as source, respx.mock() as mock:
+        graph_query = mock.get("http://prometheus:9090/api/v1/query").mock(return_value=empty)
+        _kubernetes_lists(mock)
+        graph = source.topology()
+    assert graph_query.call_count == 1  # the service-graph metrics first: none
+    assert graph.origin == "Kubernetes Services' selectors (kubernetes)"
+    assert graph.has_edge("frontend", "cartservice")
+    assert graph.has_edge("cartservice", "redis-cart")
+    assert not graph.has_edge("frontend", "static-only")
+
+
+def test_an_unreachable_kubernetes_is_passed_over_and_its_state_kept() -> None:
+    settings = {
+        "retry": {"max_attempts": 1},
+        "kubernetes": SETTINGS["kubernetes"],
+        "topology_edges": [["a", "b"]],
+    }
+    with _source(settings) as source, respx.mock() as mock:
+        mock.get("https://kubernetes.default.svc/api/v1/namespaces/shop/services").mock(
+            return_value=reply("kubernetes", "forbidden")
+        )
+        graph = source.topology()
+        states = source.backend_states()
+    assert graph.origin == "static file (settings)"
+    assert states["kubernetes"].startswith(
+        "unreachable: GET https://kubernetes.default.svc/api/v1/namespaces/shop/services"
+    )
+    assert "HTTP 403" in states["kubernetes"]
 
 
 def test_topology_from_recent_spans() -> None:
@@ -183,3 +231,13 @@ def test_queries_reach_their_connectors() -> None:
         assert len(source.logs("cartservice", WINDOW, limit=3)) == 3
         assert source.spans(WINDOW, "cartservice") == []
     assert loki.calls.last.request.headers["authorization"].startswith("Basic ")
+
+
+def test_an_alerts_condition_is_traced_through_prometheus_only() -> None:
+    with _source({"tempo": {"url": "http://tempo:3200"}}) as source:
+        assert source.condition_since("up == 0", {}, NOW) is None  # no metrics backend to ask
+    settings = {"retry": {"max_attempts": 1}, "prometheus": {"url": "http://prometheus:9090"}}
+    with _source(settings) as source, respx.mock(base_url="http://prometheus:9090") as mock:
+        mock.get("/api/v1/query_range").mock(return_value=httpx.Response(503))
+        assert source.condition_since("up == 0", {}, NOW) is None  # the firing time stands
+        assert source.backend_states()["prometheus"].startswith("unreachable")
