@@ -102,9 +102,7 @@ def has_role(user: User | None, role: Role) -> bool:
 def _require(user: User, role: Role, doing: str) -> None:
     if not has_role(user, role):
         article = "an" if role.value[:1] in "aeiou" else "a"
-        raise ApprovalError(
-            ApprovalError.FORBIDDEN, f"only {article} {role.value} (or higher) may {doing}"
-        )
+        raise ApprovalError(ApprovalError.FORBIDDEN, f"only {article} {role.value} (or higher) may {doing}")
 
 
 # --- the ceiling -------------------------------------------------------------------------------------

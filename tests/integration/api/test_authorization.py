@@ -25,6 +25,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 def _repository(settings: Any) -> None:
     factories.configure_repository(settings)
 
+
 CALLERS = ("anonymous", "norole", "viewer", "responder", "approver", "intake")
 READ = {"anonymous": 401, "norole": 403, "viewer": 200, "responder": 200, "approver": 200, "intake": 401}
 INTAKE = {"anonymous": 401, "norole": 401, "viewer": 401, "responder": 401, "approver": 401, "intake": 202}
