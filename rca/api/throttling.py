@@ -7,8 +7,8 @@ inside the sliding window + this window's count`. Each request costs one read of
 atomic increment (one round trip each, rca.redis_cache), whatever the rate; DRF's own throttle keeps
 every request's timestamp in one cached list that it reads and rewrites per request, which at 1,000
 requests per minute is a 10 KB value (and the read-then-write lets concurrent requests miss each
-other). The estimate assumes the previous
-window's requests were spread evenly, so a limit may be off by a few requests at a window's edge.
+other). The estimate assumes the previous window's requests were spread evenly, so a limit may be off
+by a few requests at a window's edge.
 When the cache is unreachable the throttles let requests through: intake must keep accepting
 alerts while Redis is down (the outbox sends their investigations later), so limiting fails open.
 """

@@ -9,6 +9,7 @@ Times are unix seconds as floats (UTC) throughout; sources convert at their edge
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -16,6 +17,24 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
+
+# A series of one call edge names both ends: `latency{caller=a,callee=b}`. The recorded loaders write it,
+# the metrics tool and the replay read it back.
+_EDGE_NAME = re.compile(r"^(?P<base>[A-Za-z0-9_]+)\{caller=(?P<caller>[^,{}]+),callee=(?P<callee>[^,{}]+)\}$")
+
+
+def edge_metric_name(base: str, caller: str, callee: str) -> str:
+    """The name of the series `base` measures on the call edge caller -> callee."""
+    return f"{base}{{caller={caller},callee={callee}}}"
+
+
+def split_edge_name(name: str) -> tuple[str, str | None, str | None]:
+    """`success_rate{caller=a,callee=b}` -> ("success_rate", "a", "b"); plain names -> (name, None, None)."""
+    m = _EDGE_NAME.match(name)
+    if m is None:
+        return name, None, None
+    return m["base"], m["caller"], m["callee"]
+
 
 FloatArray = npt.NDArray[np.float64]
 

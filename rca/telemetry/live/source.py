@@ -242,7 +242,7 @@ class LiveSource:
             candidates.append(
                 (
                     "service-graph metrics (prometheus)",
-                    lambda: graph_from_edges(self._service_graph(metrics, recent)),
+                    lambda: graph_from_edges(self._edges(lambda: metrics.service_graph(recent))),
                 )
             )
         kubernetes = self._by_name.get("kubernetes")
@@ -250,7 +250,7 @@ class LiveSource:
             candidates.append(
                 (
                     "Kubernetes Services' selectors (kubernetes)",
-                    lambda: graph_from_edges(self._kubernetes_graph(kubernetes)),
+                    lambda: graph_from_edges(self._edges(kubernetes.service_edges)),
                 )
             )
         if self.config.topology_edges:
@@ -268,13 +268,10 @@ class LiveSource:
                 return replace(graph, origin=origin)
         return DependencyGraph(entities=(), edges=(), origin="none")
 
-    def _service_graph(self, metrics: MetricsConnector, window: TimeWindow) -> list[tuple[str, str, float]]:
+    def _edges(self, read: Callable[[], list[tuple[str, str, float]]]) -> list[tuple[str, str, float]]:
+        """A backend's caller -> callee edges, its failure as the telemetry model's error."""
         with self._telemetry_errors():
-            return metrics.service_graph(window)
-
-    def _kubernetes_graph(self, kubernetes: KubernetesConnector) -> list[tuple[str, str, float]]:
-        with self._telemetry_errors():
-            return kubernetes.service_edges()
+            return read()
 
     def _name_of(self, connector: object) -> str:
         return next(name for name, c in self._by_name.items() if c is connector)

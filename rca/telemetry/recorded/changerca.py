@@ -36,7 +36,15 @@ from typing import Any
 
 import pandas as pd
 
-from rca.telemetry.model import VERSIONED_POD, Alert, Conventions, DependencyGraph, Event, EventKind
+from rca.telemetry.model import (
+    VERSIONED_POD,
+    Alert,
+    Conventions,
+    DependencyGraph,
+    Event,
+    EventKind,
+    edge_metric_name,
+)
 from rca.telemetry.recorded import CaseRef, RecordedCase, case_files, parse_alert_hint, reading, time_span
 from rca.telemetry.recorded.source import ColumnSpec, RecordedSource, TableRecording, parse_go_times
 from rca.telemetry.topology import graph_from_edges
@@ -90,10 +98,6 @@ class Release:
     release_time: float
     target_replicas: int
     steps: tuple[ReleaseStep, ...]
-
-
-def _edge_name(base: str, caller: str, callee: str) -> str:
-    return f"{base}{{caller={caller},callee={callee}}}"
 
 
 def _object(value: object, what: str) -> dict[str, Any]:
@@ -241,7 +245,9 @@ def load(data_dir: Path, ref: CaseRef) -> RecordedCase:
         key = str(case_dir / fname)
         svc, pod, caller, callee = m.group("svc"), m.group("pod"), m.group("caller"), m.group("callee")
         for col, (base, unit, scale) in EDGE_METRICS.items():
-            specs.append(ColumnSpec(svc, _edge_name(base, caller, callee), unit, key, col, col, pod, scale))
+            specs.append(
+                ColumnSpec(svc, edge_metric_name(base, caller, callee), unit, key, col, col, pod, scale)
+            )
         if pod not in pod_seen:  # pod-level metrics repeat in each of the pod's edge files
             pod_seen.add(pod)
             specs.extend(
@@ -259,7 +265,9 @@ def load(data_dir: Path, ref: CaseRef) -> RecordedCase:
                 continue
             caller, callee = col.split("_", 1)
             entity, base = (caller, "client_success_rate") if side == "client" else (callee, "success_rate")
-            specs.append(ColumnSpec(entity, _edge_name(base, caller, callee), "%", str(table), col, col))
+            specs.append(
+                ColumnSpec(entity, edge_metric_name(base, caller, callee), "%", str(table), col, col)
+            )
     with reading(src_path):  # its rows are the case's coverage
         window = time_span(coverage.index, STEP)
     services = tuple(sorted({s.entity for s in specs}))

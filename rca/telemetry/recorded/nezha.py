@@ -48,6 +48,7 @@ from rca.telemetry.model import (
     SpanKind,
     SpanStatus,
     TimeWindow,
+    edge_metric_name,
 )
 from rca.telemetry.recorded import CaseRef, RecordedCase, case_files, parse_alert_hint, reading, time_span
 from rca.telemetry.recorded.alerting import Signal, detect_alert
@@ -351,9 +352,7 @@ def _edge_specs(metric_dir: Path) -> list[ColumnSpec]:
                 continue
             caller, callee = col.split("_", 1)
             entity = caller if side == "caller" else callee
-            specs.append(
-                ColumnSpec(entity, f"{base}{{caller={caller},callee={callee}}}", "s", str(path), col, col)
-            )
+            specs.append(ColumnSpec(entity, edge_metric_name(base, caller, callee), "s", str(path), col, col))
     return specs
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from rca.telemetry.model import MetricSeries
+from rca.telemetry.model import MetricSeries, split_edge_name
 from rca.telemetry.replay.histograms import COLLECTOR_BOUNDS_SECONDS, HTTP_DURATION_BOUNDS, bucket_shares
 from rca.telemetry.replay.openmetrics import Exposition, Family, FloatArray, Kind
 
@@ -108,7 +108,6 @@ NOMINAL_RATE = 1.0
 OK_STATUS, ERROR_STATUS = "200", "500"
 
 # --- the recorded vocabulary ----------------------------------------------------------------------
-_EDGE = re.compile(r"^(?P<base>[A-Za-z0-9_]+)\{caller=(?P<caller>[^,{}]+),callee=(?P<callee>[^,{}]+)\}$")
 _QUANTILE = re.compile(r"^(?P<client>client_)?latency_p(?P<pct>\d{2})$")
 CONTAINER_NAMES = (
     "cpu_millicores",
@@ -127,16 +126,8 @@ NOT_REPLAYED: dict[str, str] = {
 }
 
 
-def split_name(name: str) -> tuple[str, str | None, str | None]:
-    """`success_rate{caller=a,callee=b}` -> ("success_rate", "a", "b"); plain names -> (name, None, None)."""
-    m = _EDGE.match(name)
-    if m is None:
-        return name, None, None
-    return m["base"], m["caller"], m["callee"]
-
-
 def replayed(base: str) -> bool:
-    """Whether the replay writes a recorded base name (`split_name`'s first part) somewhere."""
+    """Whether the replay writes a recorded base name (`split_edge_name`'s first part) somewhere."""
     return base in CONTAINER_NAMES or base in REQUEST_NAMES or _QUANTILE.match(base) is not None
 
 
@@ -274,7 +265,7 @@ def measures(series: Iterable[Placed]) -> list[Measure]:
     """Group the request-shaped series into measures."""
     out: dict[tuple[str, str | None, str, str | None], Measure] = {}
     for s in series:
-        base, caller, callee = split_name(s.name)
+        base, caller, callee = split_edge_name(s.name)
         if not (base in REQUEST_NAMES or _QUANTILE.match(base)):
             continue
         side, peer, fld = _measure_key(base, s.entity, caller, callee)
@@ -363,7 +354,7 @@ class ClusterWriter:
         """Containers, pods and request measures of every entity."""
         by_pod: dict[tuple[str, str | None], list[Placed]] = defaultdict(list)
         for s in series:
-            base, _, _ = split_name(s.name)
+            base, _, _ = split_edge_name(s.name)
             if base in CONTAINER_NAMES:
                 by_pod[(s.entity, s.instance)].append(s)
             elif not replayed(base):

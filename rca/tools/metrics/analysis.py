@@ -13,8 +13,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from rca.telemetry.model import Direction, FloatArray, MetricSeries, TimeWindow
-from rca.telemetry.replay.conventions import split_name
+from rca.telemetry.model import Direction, FloatArray, MetricSeries, TimeWindow, split_edge_name
 from rca.tools.stats import (
     DOMINANCE,
     KNEE,
@@ -193,7 +192,7 @@ def waited_z(server: Deviation, client: Deviation | None) -> float:
 def waited_callee(name: str, caller: str) -> str | None:
     """The callee whose calls by `caller` a series measures the client-side latency of (a `client_`
     latency series labelled `{caller=<caller>,callee=..}`); None for any other series."""
-    base, edge_caller, callee = split_name(name)
+    base, edge_caller, callee = split_edge_name(name)
     if edge_caller != caller or callee is None or not base.startswith(CLIENT_PREFIX):
         return None
     return callee if family_of(base[len(CLIENT_PREFIX) :]) == (Family.LATENCY, Direction.UP) else None

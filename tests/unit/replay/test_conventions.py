@@ -7,14 +7,13 @@ import re
 import numpy as np
 import pytest
 
-from rca.telemetry.model import MetricSeries
+from rca.telemetry.model import MetricSeries, split_edge_name
 from rca.telemetry.replay.conventions import (
     NOMINAL_MEMORY_BYTES,
     ClusterWriter,
     Placed,
     Pod,
     combine,
-    split_name,
 )
 from rca.telemetry.replay.openmetrics import Exposition
 from tests.unit.replay.omtext import Sample, select, values, written
@@ -229,4 +228,4 @@ def test_recordings_of_one_series_are_joined_on_the_scrape_grid() -> None:
     ],
 )
 def test_split_name(name: str, parts: tuple[str, str | None, str | None]) -> None:
-    assert split_name(name) == parts
+    assert split_edge_name(name) == parts
