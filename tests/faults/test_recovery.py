@@ -35,6 +35,17 @@ def finished_exactly_once(stack: Stack, prefix: str, expected: int, timeout: flo
     assert [times for _, _, times in stack.investigations(prefix)] == [1] * expected
 
 
+def handed(stack: Stack, prefix: str) -> int:
+    """How many investigations of the groups of `prefix` were handed to the broker."""
+    return int(
+        stack.rows(
+            "SELECT COUNT(*) FROM incidents_investigation i "
+            "JOIN incidents_incident n ON n.id = i.incident_id "
+            f"WHERE i.dispatched_at IS NOT NULL AND n.group_key LIKE '%group=\"{prefix}%'"
+        )[0][0]
+    )
+
+
 def running_claim(stack: Stack, prefix: str) -> str:
     """Wait until the one investigation of `prefix` runs; the worker's claim (host:pid:nonce)."""
     claims: list[str] = []
@@ -55,8 +66,15 @@ def running_claim(stack: Stack, prefix: str) -> str:
 
 def test_a_broker_crash_loses_no_investigation_handed_to_it(stack: Stack) -> None:
     before = stack.redispatched()
-    post_groups(stack, "broker", 8)  # 8 incidents: more than the 2 pool processes take at once
-    stack.kill("redis")  # the broker keeps nothing on disk: what it held is gone
+    # The worker is paused while the 8 are handed over, so the broker holds them when it dies (a fast
+    # machine would otherwise finish them first and the crash would lose nothing to recover).
+    worker = stack.kill("worker", signal.SIGSTOP)
+    try:
+        post_groups(stack, "broker", 8)  # 8 incidents: more than the 2 pool processes take at once
+        stack.watch_until(lambda: handed(stack, "broker") == 8, 60, "8 investigations handed to the broker")
+        stack.kill("redis")  # the broker keeps nothing on disk: what it held is gone
+    finally:
+        os.kill(worker, signal.SIGCONT)
     finished_exactly_once(stack, "broker", 8)
     assert stack.child("redis").restarts >= 1
     assert stack.redispatched() > before  # the lost ones were sent again by the sweep
