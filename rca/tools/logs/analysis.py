@@ -300,6 +300,8 @@ def profile_lines(
     blame: dict[str, tuple[dict[str, int], int]] = {}
     found_units: dict[str, Units] = {}
     observed: dict[str, pd.DataFrame] = {}
+    if not frame.empty:
+        frame = frame.assign(template=templates(frame, conventions))
     groups = dict(tuple(frame.groupby("entity", sort=True))) if not frame.empty else {}
     anchor_groups = dict(tuple(anchors.groupby("entity", sort=True))) if not anchors.empty else {}
     for entity in entities:
@@ -307,7 +309,6 @@ def profile_lines(
         if lines is None or lines.empty:
             profiles[entity] = LogProfile(entity, cmp.kind, minutes_observed=cmp.observed.seconds / 60.0)
             continue
-        lines = lines.assign(template=templates(lines, conventions))
         ref, obs = cmp.split(lines, "time")
         profiles[entity] = _profile(entity, ref, obs, cmp)
         observed[entity] = obs

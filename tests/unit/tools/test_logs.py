@@ -11,7 +11,7 @@ from rca.tools.logs.pairs import SPAN_ANCHOR, PairStat
 from rca.tools.logs.profile import analyse, log_profile
 from rca.tools.logs.seeding import kind_hint
 from rca.tools.logs.seeding import scores as entity_scores
-from rca.tools.logs.templates import mask, short
+from rca.tools.logs.templates import MASKS, mask, short
 from rca.tools.logs.templates import templates as line_templates
 from rca.tools.logs.tool import LogsTool
 from tests.unit.tools import LOGBACK, ONSET, FakeSource, context
@@ -240,6 +240,49 @@ def test_masking_keeps_statement_ids_and_hides_values() -> None:
     for token in ("<ID>", "<NUM>"):
         assert token in masked
     assert "42" not in masked
+
+
+# The masks in their plain form (`rca.tools.logs.templates.MASKS` writes them so that `re` can skip to
+# candidate characters); the two must match exactly the same text.
+PLAIN_MASKS = (
+    r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?Z?)?|\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?",
+    r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
+    r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b",
+    r"\b(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{12,}\b",
+    r"(?<![A-Za-z0-9_#.])[-+]?\d+(?:\.\d+)?",
+)
+
+
+def test_masks_match_exactly_what_their_plain_forms_match() -> None:
+    import random
+    import re
+
+    rng = random.Random(7)
+    # Characters every mask turns on: digits, hex letters, separators, word and non-word neighbours,
+    # a non-ASCII digit and letter (Unicode `\d` and `\w`), and line starts / ends.
+    alphabet = "0123456789abcdefABCDEFxyzXYZ_#.:-+ T,Z\u0663\u00e9/=@"
+    shapes = [
+        "2023-01-29 16:42:22.382Z",
+        "16:42:22,382",
+        "550e8400-e29b-41d4-a716-446655440000",
+        "10.0.0.1:8080",
+        "ffc8ca7e4c8f06c75142c880d5595d96",
+        "-12.5",
+        "+7",
+        "Impl#37",
+    ]
+    texts = [
+        "".join(rng.choice([*alphabet, *shapes]) for _ in range(rng.randint(0, 40))) for _ in range(20_000)
+    ]
+    assert len(MASKS) == len(PLAIN_MASKS)
+    for (fast, token), plain in zip(MASKS, PLAIN_MASKS, strict=True):
+        fast_re, plain_re = re.compile(fast), re.compile(plain)
+        matched = 0
+        for text in texts:
+            spans = [m.span() for m in fast_re.finditer(text)]
+            assert spans == [m.span() for m in plain_re.finditer(text)], (token, text)
+            matched += bool(spans)
+        assert matched > 200, token  # the corpus exercises every mask
 
 
 def test_one_statement_is_one_template_whatever_free_text_it_carries() -> None:
