@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rca.telemetry.model import SpanStatus, TimeWindow
+from rca.telemetry.model import Span, SpanStatus, TimeWindow
 from rca.tools.base import ToolContext
 from rca.tools.counts import Comparison, fetch_compared
 
@@ -36,8 +36,26 @@ def _has_outcome(status: str, attributes: object) -> bool:
     return isinstance(attributes, dict) and any(k in attributes for k in keys)
 
 
+def _outcomes(spans: list[Span]) -> tuple[list[bool], list[bool]]:
+    """Per span, (whether it failed, whether it records how its work ended), in one pass: most spans
+    carry no attributes, and then the status alone decides both."""
+    error: list[bool] = []
+    outcome: list[bool] = []
+    for s in spans:
+        status = s.status.value
+        if s.attributes:
+            attributes = dict(s.attributes)
+            error.append(_is_error(status, attributes))
+            outcome.append(_has_outcome(status, attributes))
+        else:
+            error.append(status == SpanStatus.ERROR.value)
+            outcome.append(status != SpanStatus.UNSET.value)
+    return error, outcome
+
+
 def _frame(ctx: ToolContext, window: TimeWindow) -> pd.DataFrame:
     spans = ctx.source.spans(window, limit=MAX_SPANS)
+    error, outcome = _outcomes(spans)
     return pd.DataFrame(
         {
             "trace_id": [s.trace_id for s in spans],
@@ -47,8 +65,8 @@ def _frame(ctx: ToolContext, window: TimeWindow) -> pd.DataFrame:
             "name": [s.name for s in spans],
             "start": np.array([s.start for s in spans], dtype=np.float64),
             "end": np.array([s.end for s in spans], dtype=np.float64),
-            "error": [_is_error(s.status.value, dict(s.attributes)) for s in spans],
-            "outcome": [_has_outcome(s.status.value, dict(s.attributes)) for s in spans],
+            "error": error,
+            "outcome": outcome,
         }
     )
 

@@ -103,10 +103,9 @@ def deviation(
     med = float(np.median(base))
     mad = float(np.median(np.abs(base - med))) * MAD_TO_SIGMA
     spread = max(mad, relative_floor * abs(med), 1e-9)
-    high = float(np.quantile(win, WINDOW_QUANTILE))
-    low = float(np.quantile(win, 1 - WINDOW_QUANTILE))
-    ceiling = float(np.quantile(base, BASELINE_CEILING))
-    floor = float(np.quantile(base, 1 - BASELINE_CEILING))
+    # Both quantiles of a side in one call (the same values as one call each, at half the cost).
+    high, low = (float(v) for v in np.quantile(win, [WINDOW_QUANTILE, 1 - WINDOW_QUANTILE]))
+    ceiling, floor = (float(v) for v in np.quantile(base, [BASELINE_CEILING, 1 - BASELINE_CEILING]))
     if direction is Direction.UP:
         observed = high
         z = (high - med) / spread

@@ -189,9 +189,10 @@ _PROBLEM = frozenset(s.value for s in Severity if s.is_problem)
 _ERROR = frozenset({Severity.ERROR.value, Severity.FATAL.value})
 
 
-def _error_templates(lines: pd.DataFrame) -> set[str]:
-    """The templates of an entity's ERROR+ lines."""
-    return set(lines.loc[lines["severity"].isin(_ERROR), "template"])
+def _by_entity(frame: pd.DataFrame) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
+    """`frame`'s rows by entity (in their order), and the empty frame an entity without rows gets."""
+    groups = dict(tuple(frame.groupby("entity", sort=True))) if not frame.empty else {}
+    return groups, frame.iloc[0:0]
 
 
 _FLAG_COLUMNS = ["severity", "template"]  # what `_problem_flags` reads (the bodies need no copy)
@@ -302,27 +303,31 @@ def profile_lines(
     observed: dict[str, pd.DataFrame] = {}
     if not frame.empty:
         frame = frame.assign(template=templates(frame, conventions))
-    groups = dict(tuple(frame.groupby("entity", sort=True))) if not frame.empty else {}
-    anchor_groups = dict(tuple(anchors.groupby("entity", sort=True))) if not anchors.empty else {}
+    # Split into periods and grouped by entity once for all entities (row order kept within each).
+    refs, obses = (_by_entity(part) for part in cmp.split(frame, "time"))
+    span_refs, span_obses = (_by_entity(part) for part in cmp.split(anchors, "time"))
+    anchored = set(anchors["entity"])
+    erred = frame.loc[frame["severity"].isin(_ERROR)] if not frame.empty else frame
+    errors = {str(e): set(t) for e, t in erred.groupby("entity")["template"]} if not erred.empty else {}
+    present = set(frame["entity"]) if not frame.empty else set()
     for entity in entities:
-        lines = groups.get(entity)
-        if lines is None or lines.empty:
+        if entity not in present:
             profiles[entity] = LogProfile(entity, cmp.kind, minutes_observed=cmp.observed.seconds / 60.0)
             continue
-        ref, obs = cmp.split(lines, "time")
+        ref, obs = refs[0].get(entity, refs[1]), obses[0].get(entity, obses[1])
         profiles[entity] = _profile(entity, ref, obs, cmp)
         observed[entity] = obs
         blame[entity] = _blame(entity, obs.loc[obs["severity"].isin(_PROBLEM), "body"], entities)
         if cmp.reference is None:
             continue
-        spans = anchor_groups.get(entity)
-        if spans is not None:
-            span_ref, span_obs = cmp.split(spans, "time")
+        if entity in anchored:
+            span_ref = span_refs[0].get(entity, span_refs[1])
+            span_obs = span_obses[0].get(entity, span_obses[1])
             # Only the columns the units read: the log lines' bodies need no copy.
             ref = pd.concat([ref[ANCHOR_COLUMNS], span_ref])
             obs = pd.concat([obs[ANCHOR_COLUMNS], span_obs])
         problems = {t.template for t in profiles[entity].templates if t.problem}
-        found = units(ref, obs, problems, _error_templates(lines), cmp.kind is not ReferenceKind.LATER)
+        found = units(ref, obs, problems, errors.get(entity, set()), cmp.kind is not ReferenceKind.LATER)
         if found is not None:
             found_units[entity] = found
     grown = {

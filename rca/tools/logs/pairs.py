@@ -178,11 +178,17 @@ def expected(
 def last_progress(lines: pd.DataFrame, problems: Collection[str], index: pd.Index) -> pd.Series:
     """Per unit, the time of its last step of progress: a problem line the unit logs after a failed
     call (`call to pay failed`) reports the failure, it is not work the unit did before it."""
-    # On the two columns alone: selecting rows of the whole frame would copy every column.
-    time, unit = lines["time"], lines["unit"]
-    progress = ~lines["template"].isin(list(problems))
-    first = time.groupby(unit).min()
-    return time[progress].groupby(unit[progress]).max().reindex(first.index).fillna(first).reindex(index)
+    # Grouped with numpy over the unit codes: it runs twice per entity and investigation.
+    codes, labels = pd.factorize(lines["unit"], sort=True)
+    known = codes >= 0
+    time = lines["time"].to_numpy(dtype=np.float64)[known]
+    codes = codes[known]
+    progress = ~lines["template"].isin(list(problems)).to_numpy()[known]
+    first = np.full(len(labels), np.nan)
+    np.fmin.at(first, codes, time)
+    last = np.full(len(labels), np.nan)
+    np.fmax.at(last, codes[progress], time[progress])
+    return pd.Series(np.where(np.isnan(last), first, last), index=labels).reindex(index)
 
 
 def pair_stats(units: Units, own: pd.Series) -> list[PairStat]:
