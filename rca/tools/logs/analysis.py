@@ -195,16 +195,31 @@ def _by_entity(frame: pd.DataFrame) -> tuple[dict[str, pd.DataFrame], pd.DataFra
     return groups, frame.iloc[0:0]
 
 
-_FLAG_COLUMNS = ["severity", "template"]  # what `_problem_flags` reads (the bodies need no copy)
+_COUNT_COLUMNS = ["entity", "severity", "template"]  # what `_template_counts` reads (no bodies copied)
 
 
-def _problem_flags(lines: pd.DataFrame) -> pd.Series:
-    """Per template: whether any of its lines is WARN or worse."""
-    return lines["severity"].isin(_PROBLEM).groupby(lines["template"]).max()
+def _template_counts(ref: pd.DataFrame, obs: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Per entity, its templates' lines in the reference and observed periods (`ref`, `obs`) and
+    whether any of them is WARN or worse (`problem`), counted for every entity at once."""
+    both = pd.concat([ref[_COUNT_COLUMNS], obs[_COUNT_COLUMNS]])
+    if both.empty:
+        return {}
+    keys = ["entity", "template"]
+    counts = pd.DataFrame(
+        {
+            "ref": ref.groupby(keys).size(),
+            "obs": obs.groupby(keys).size(),
+            "problem": both["severity"].isin(_PROBLEM).groupby([both["entity"], both["template"]]).max(),
+        }
+    ).fillna({"ref": 0, "obs": 0})
+    return {str(e): part.droplevel(0) for e, part in counts.groupby(level=0, sort=False)}
 
 
-def _profile(entity: str, ref: pd.DataFrame, obs: pd.DataFrame, cmp: Comparison) -> LogProfile:
-    """Volumes, the WARN+ burst and the template shift of one entity."""
+def _profile(
+    entity: str, ref: pd.DataFrame, obs: pd.DataFrame, cmp: Comparison, counts: pd.DataFrame | None
+) -> LogProfile:
+    """Volumes, the WARN+ burst and the template shift of one entity (`counts`: its templates', from
+    `_template_counts`; None when it has no line in either period)."""
     prof = LogProfile(entity, cmp.kind)
     prof.minutes_observed = cmp.observed.seconds / 60.0
     prof.lines_observed = len(obs)
@@ -221,35 +236,26 @@ def _profile(entity: str, ref: pd.DataFrame, obs: pd.DataFrame, cmp: Comparison)
     else:
         scale = cmp.observed.seconds / cmp.reference.seconds
     prof.burst_z = float(count_z(prof.problems_reference, prof.problems_observed, scale))
-
-    counts = pd.DataFrame(
-        {
-            "ref": ref.groupby("template").size(),
-            "obs": obs.groupby("template").size(),
-            "problem": _problem_flags(pd.concat([ref[_FLAG_COLUMNS], obs[_FLAG_COLUMNS]])),
-        }
-    ).fillna({"ref": 0, "obs": 0})
-    if counts.empty:
+    if counts is None or counts.empty:
         return prof
     # Each template against the entity's volume in the two periods: a workload that shifts every
-    # template alike moves nothing.
-    total_ref, total_obs = float(counts["ref"].sum()), float(counts["obs"].sum())
+    # template alike moves nothing. (Plain numpy: it runs once per entity and investigation.)
+    refs, obses = counts["ref"].to_numpy(np.float64), counts["obs"].to_numpy(np.float64)
+    problem = counts["problem"].to_numpy(bool)
+    total_ref, total_obs = float(refs.sum()), float(obses.sum())
     volume = total_obs / total_ref if total_ref > 0 else 1.0
-    expected = counts["ref"] * volume
-    z = pd.Series(count_z(counts["ref"].to_numpy(), counts["obs"].to_numpy(), volume), index=counts.index)
-    new = (counts["ref"] == 0) & (counts["obs"] > 0)
-    z = z.where(~(new & counts["problem"]), z * NEW_ERROR_WEIGHT)
-    relevant = np.maximum(expected, counts["obs"]) >= MIN_TEMPLATE_COUNT
+    z = count_z(refs, obses, volume)
+    new = (refs == 0) & (obses > 0)
+    z = np.where(new & problem, z * NEW_ERROR_WEIGHT, z)
+    relevant = np.maximum(refs * volume, obses) >= MIN_TEMPLATE_COUNT
     prof.templates = [
         TemplateStat(str(t), int(r), int(o), bool(p), float(zz))
-        for t, r, o, p, zz in zip(
-            counts.index, counts["ref"], counts["obs"], counts["problem"], z.where(relevant, 0.0), strict=True
-        )
+        for t, r, o, p, zz in zip(counts.index, refs, obses, problem, np.where(relevant, z, 0.0), strict=True)
     ]
     if total_ref > 0:
         # Only problem templates that appear or grow: INFO templates come and go with the workload
         # mix, and a code path that stopped completing shows better as a broken pair.
-        prof.shift_z = float(z.where(relevant & counts["problem"], 0.0).clip(lower=0.0).max())
+        prof.shift_z = float(np.where(relevant & problem, z, 0.0).clip(min=0.0).max())
     return prof
 
 
@@ -304,7 +310,9 @@ def profile_lines(
     if not frame.empty:
         frame = frame.assign(template=templates(frame, conventions))
     # Split into periods and grouped by entity once for all entities (row order kept within each).
-    refs, obses = (_by_entity(part) for part in cmp.split(frame, "time"))
+    ref_all, obs_all = cmp.split(frame, "time")
+    refs, obses = _by_entity(ref_all), _by_entity(obs_all)
+    counts = _template_counts(ref_all, obs_all) if cmp.reference is not None and not frame.empty else {}
     span_refs, span_obses = (_by_entity(part) for part in cmp.split(anchors, "time"))
     anchored = set(anchors["entity"])
     erred = frame.loc[frame["severity"].isin(_ERROR)] if not frame.empty else frame
@@ -315,7 +323,7 @@ def profile_lines(
             profiles[entity] = LogProfile(entity, cmp.kind, minutes_observed=cmp.observed.seconds / 60.0)
             continue
         ref, obs = refs[0].get(entity, refs[1]), obses[0].get(entity, obses[1])
-        profiles[entity] = _profile(entity, ref, obs, cmp)
+        profiles[entity] = _profile(entity, ref, obs, cmp, counts.get(entity))
         observed[entity] = obs
         blame[entity] = _blame(entity, obs.loc[obs["severity"].isin(_PROBLEM), "body"], entities)
         if cmp.reference is None:
