@@ -9,7 +9,7 @@ cases that share a recording day share its parsed files.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,16 +133,15 @@ _STATUSES = {s.value: s for s in SpanStatus}
 _KINDS = {k.value: k for k in SpanKind}
 
 
-def _rows(frame: pd.DataFrame, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
-    """The frame's rows as plain tuples of `columns` (column lists zipped: far faster than iterating
-    pandas' extension arrays row by row)."""
-    return zip(*(frame[c].tolist() for c in columns), strict=True)
-
-
 def _none_if_missing(value: object) -> str | None:
     if value is None or (isinstance(value, float) and np.isnan(value)) or value == "":
         return None
     return str(value)
+
+
+def _optional(values: list[Any]) -> list[str | None]:
+    """`_none_if_missing` of every value; a non-empty string (nearly every one) is kept without a call."""
+    return [v if type(v) is str and v else _none_if_missing(v) for v in values]
 
 
 @dataclass
@@ -261,17 +260,22 @@ class RecordedSource:
         if pattern is not None:
             sel = sel[sel["body"].str.contains(re.compile(pattern), na=False)]
         sel = sel.sort_values("time", kind="stable").head(limit)
+        optional = {c: _optional(sel[c].tolist()) for c in ("instance", "trace_id", "span_id")}
         return [
             LogRecord(
                 time=float(t),
                 entity=str(e),
                 severity=_SEVERITIES[str(sev)],
                 body=str(body),
-                trace_id=_none_if_missing(tid),
-                span_id=_none_if_missing(sid),
-                instance=_none_if_missing(inst),
+                trace_id=tid,
+                span_id=sid,
+                instance=inst,
             )
-            for t, e, inst, sev, body, tid, sid in _rows(sel, LOG_COLUMNS)
+            for t, e, sev, body, inst, tid, sid in zip(
+                *(sel[c].tolist() for c in ("time", "entity", "severity", "body")),
+                *optional.values(),
+                strict=True,
+            )
         ]
 
     def spans(self, window: TimeWindow, entity: str | None = None, limit: int = 200_000) -> list[Span]:
@@ -281,16 +285,22 @@ class RecordedSource:
             Span(
                 trace_id=str(tid),
                 span_id=str(sid),
-                parent_span_id=_none_if_missing(pid),
+                parent_span_id=pid,
                 entity=str(ent),
                 name=str(name),
                 start=float(start),
                 end=float(end),
                 status=_STATUSES[str(status)],
                 kind=_KINDS[str(kind)],
-                instance=_none_if_missing(inst),
+                instance=inst,
             )
-            for tid, sid, pid, ent, inst, name, start, end, kind, status in _rows(sel, SPAN_COLUMNS)
+            for tid, sid, pid, ent, inst, name, start, end, kind, status in zip(
+                *(
+                    _optional(sel[c].tolist()) if c in ("parent_span_id", "instance") else sel[c].tolist()
+                    for c in SPAN_COLUMNS
+                ),
+                strict=True,
+            )
         ]
 
     def events(self, window: TimeWindow, entity: str | None = None) -> list[Event]:
