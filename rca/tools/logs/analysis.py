@@ -191,7 +191,7 @@ _ERROR = frozenset({Severity.ERROR.value, Severity.FATAL.value})
 
 def _by_entity(frame: pd.DataFrame) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
     """`frame`'s rows by entity (in their order), and the empty frame an entity without rows gets."""
-    groups = dict(tuple(frame.groupby("entity", sort=True))) if not frame.empty else {}
+    groups = {str(e): rows for e, rows in frame.groupby("entity", sort=True)} if not frame.empty else {}
     return groups, frame.iloc[0:0]
 
 
