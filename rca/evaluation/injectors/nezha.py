@@ -50,9 +50,9 @@ from rca.evaluation.inject import (
     utc,
 )
 from rca.telemetry.cases import CaseRef, load_case, read_index
-from rca.telemetry.model import Direction, TimeWindow
+from rca.telemetry.model import Alert, Direction, TimeWindow
 from rca.telemetry.recorded.alerting import Signal
-from rca.telemetry.recorded.nezha import ENTRY, MINUTE, _day, service_of
+from rca.telemetry.recorded.nezha import BASELINE_BEFORE, ENTRY, MINUTE, _day, service_of
 from rca.telemetry.recorded.source import parse_go_times
 
 # After the day's last injection the system is given this long to recover before rows count as normal
@@ -191,25 +191,42 @@ class NezhaInjector:
         onset = minutes[0] - MINUTE + tick + float(d.rng.uniform(5.0, MINUTE - 5.0))
         keep = (src_end - BEFORE, src_end + AFTER)
         day = new_day.isoformat()
-        metric_out = out / "nezha" / "rca_data" / day / "metric"
-        metric_out.mkdir(parents=True, exist_ok=True)
         pod = sorted(p for p in self.pods if service_of(p) == fault.entity)
         target_pod = pod[int(d.rng.integers(len(pod)))]
         share = float(d.rng.uniform(*MAGNITUDES[Kind.ERRORS]))  # callers' failing share (pod failure)
-        spans, logs = None, None
+        spans, logs, normal_records = None, None, None
+        normal: list[float] = []
         if self.has_traces:
             pool = self._pool(path)
             spans, logs = self._minutes(pool, minutes, d)
             normal = [minutes[0] - NORMAL_BEFORE - k * MINUTE for k in reversed(range(NORMAL_MINUTES))]
             # Copies numbered after the case minutes' so that no copy's ids repeat one of theirs.
             normal_records = self._minutes(pool, normal, d, first_copy=len(minutes))
-            self._write_minutes(out, "construct_data", day, normal, tick, *normal_records)
         added = self._added_latency(fault, d, target_pod, keep, spans)
         effects = _Effects(fault, d, path, target_pod, onset, added, share)
 
-        for name in [f"{p}_metric.csv.gz" for p in self.pods] + ["front_service.csv.gz"]:
-            frame = self._window(self.metric_dir / name, keep, shift)
-            frame = effects.metrics(name, frame)
+        frames = {
+            name: effects.metrics(name, self._window(self.metric_dir / name, keep, shift))
+            for name in [f"{p}_metric.csv.gz" for p in self.pods] + ["front_service.csv.gz"]
+        }
+        # The alert rule on the entry's symptom, as the loader applies it: a fault whose effect never
+        # trips it makes no incident, and nothing of it is written.
+        front_out = frames["front_service.csv.gz"]
+        times = front_out["_t"].to_numpy(dtype=np.float64)
+        if self.has_traces:  # the loader's rule over the case minutes, against the 30 minutes before
+            scan = TimeWindow(minutes[0] - MINUTE + tick, minutes[-1] + tick)
+        else:  # Online Boutique: from the onset's row on, the rule that dates its `detected T`
+            scan = TimeWindow(
+                float(times[times <= onset].max()) if (times <= onset).any() else float(times.min()),
+                float(times.max()) + MINUTE,
+            )
+        fired = self._front_alert(front_out, scan)
+        if fired is None:
+            return None
+
+        metric_out = out / "nezha" / "rca_data" / day / "metric"
+        metric_out.mkdir(parents=True, exist_ok=True)
+        for name, frame in frames.items():
             _write_metric(frame, metric_out / name, self.day, day)
         for name in ("dependency.csv.gz", "source_50.csv.gz", "destination_50.csv.gz"):
             src = self.metric_dir / name
@@ -223,7 +240,8 @@ class NezhaInjector:
 
         files = [f"nezha/rca_data/{day}/metric/*"]
         alert = ""
-        if spans is not None and logs is not None:
+        if spans is not None and logs is not None and normal_records is not None:
+            self._write_minutes(out, "construct_data", day, normal, tick, *normal_records)
             spans, logs = effects.traces(spans, logs)
             self._write_minutes(out, "rca_data", day, minutes, tick, spans, logs)
             labels = ",".join(_hhmm(m) for m in minutes)
@@ -233,26 +251,6 @@ class NezhaInjector:
                 f"normal: nezha/construct_data/{day}/",
             ]
         else:
-            written_front = pd.read_csv(metric_out / "front_service.csv.gz")
-            times = parse_go_times(written_front["Time"])
-            onset_row = float(times[times <= onset].max()) if (times <= onset).any() else float(times.min())
-            signals = [
-                Signal(
-                    self.entry,
-                    metric,
-                    times,
-                    written_front[col].to_numpy(dtype=np.float64),
-                    written_front[col].to_numpy(dtype=np.float64)[
-                        (times < onset_row) & (times >= onset_row - 30 * MINUTE)
-                    ],
-                    direction,
-                )
-                for col, metric, direction in FRONT_SIGNALS
-                if col in written_front
-            ]
-            fired = rule_alert(signals, TimeWindow(onset_row, float(times.max()) + MINUTE))
-            if fired is None:
-                return None
             # `detected T`: the firing rounded up to the minute, plus the `for: 1m` minute (README).
             detected = float(np.ceil(fired.fired_at / MINUTE) * MINUTE) + MINUTE
             alert = f"detected {utc(detected)}"
@@ -267,6 +265,25 @@ class NezhaInjector:
         )
         row["root_cause_detail"] = target_pod
         return Written(row, path)
+
+    def _front_alert(self, front: pd.DataFrame, scan: TimeWindow) -> Alert | None:
+        """The shared rule's alert on the entry's symptom rows inside `scan`, against the
+        `BASELINE_BEFORE` before it (the loader's baseline); None when it fires nothing there."""
+        times = front["_t"].to_numpy(dtype=np.float64)
+        base = (times < scan.start) & (times >= scan.start - BASELINE_BEFORE)
+        signals = [
+            Signal(
+                self.entry,
+                metric,
+                times,
+                front[col].to_numpy(dtype=np.float64),
+                front[col].to_numpy(dtype=np.float64)[base],
+                direction,
+            )
+            for col, metric, direction in FRONT_SIGNALS
+            if col in front
+        ]
+        return rule_alert(signals, scan)
 
     def _window(self, path: Path, keep: tuple[float, float], shift: float) -> pd.DataFrame:
         frame = self._table(str(path))
@@ -537,7 +554,10 @@ class _Effects:
             share = self.d.magnitude if kind is Kind.ERRORS else 1.0
             failing = [s for s in hit if self.d.rng.random() < share] or hit[:1]
             drop = _descendants(spans, failing) | (set(failing) if kind is Kind.POD_FAILURE else set())
-            logs = self._error_logs(spans, logs, failing, kind)
+            errors = self._error_logs(spans, logs, failing, kind)
+            # The spans that never ran log nothing: the lines the failed request's code would have
+            # written after the failure, in the entity and in the callees it no longer reaches, vanish.
+            logs = pd.concat([logs[~logs["SpanID"].isin(drop)], errors], ignore_index=True)
             spans = spans[~spans["SpanID"].isin(drop)]
         if kind is Kind.POD_FAILURE:
             gone = (logs["entity"] == self.fault.entity) & (logs["TimeUnixNano"] >= onset_ns)
@@ -547,18 +567,22 @@ class _Effects:
     def _error_logs(
         self, spans: pd.DataFrame, logs: pd.DataFrame, failing: list[str], kind: Kind
     ) -> pd.DataFrame:
-        """An ERROR line at the failing span (its own style) and one at each caller span above it."""
+        """The ERROR lines of the failed requests: one at the failing span (in the entity's own style)
+        and one in each caller on the path, at its span nearest the failure (each service logs a failed
+        request once, where the failure reached it, not once per span of its own code)."""
         by_id = spans.drop_duplicates("SpanID").set_index("SpanID")
         rows = []
         for sid in failing:
             current: str | None = sid
+            logged: set[str] = set()
             while current is not None and current in by_id.index:
                 span: pd.Series = by_id.loc[current]  # type: ignore[assignment]  # ids are unique
                 ent = str(span["entity"])
                 own = ent == self.fault.entity
-                if own and kind is Kind.POD_FAILURE:
+                if (own and kind is Kind.POD_FAILURE) or ent in logged:
                     current = _up(by_id, current)
                     continue
+                logged.add(ent)
                 if own or ent in self.callers:
                     style = logs[logs["entity"] == ent]
                     if not style.empty:
@@ -567,9 +591,7 @@ class _Effects:
                         )
                         rows.append(_error_row(style.iloc[0], span, current, text))
                 current = _up(by_id, current)
-        if not rows:
-            return logs
-        return pd.concat([logs, pd.DataFrame(rows)], ignore_index=True)
+        return pd.DataFrame(rows, columns=logs.columns)
 
 
 def _up(by_id: pd.DataFrame, sid: str) -> str | None:
