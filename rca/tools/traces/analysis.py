@@ -20,9 +20,10 @@ callee does not already show, as metrics' `own_z` does; own time needs no such d
 A delay often reaches only some of an operation's requests: those of one caller (a slow link from
 it, a code path only its requests take). The operation's median own time does not move while they are
 a minority, so own time is also compared per call site (operation, calling service and the calling
-span's operation): the rise of the site's median own time, taken at the lower end of its uncertainty
-(`DISCOVERY_SIGMA` standard errors below, the spread being the operation's own in the reference), so
-that the normal scatter of a handful of requests never counts. A whole-entity delay moves every site.
+span's operation): the rise of the site's median own time above the operation's normal period (the
+higher of `DISCOVERY_SIGMA` standard errors of the median's change and the operation's largest own
+time in the reference), so that neither the scatter of a handful of requests nor the drift of a
+heavy-tailed operation between recordings counts. A whole-entity delay moves every site.
 """
 
 from __future__ import annotations
@@ -159,8 +160,11 @@ def _per_operation(ref: pd.DataFrame, obs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _site_shifts(ref: pd.DataFrame, obs: pd.DataFrame) -> dict[str, tuple[float, str]]:
-    """Per entity: the largest rise of a call site's median log own time, at its lower bound
-    (`DISCOVERY_SIGMA` standard errors of the difference of two medians below it), and that site.
+    """Per entity: the largest rise of a call site's median log own time above what the operation's
+    normal period allows, and that site. Allowed is the higher of the site's reference median plus
+    `DISCOVERY_SIGMA` standard errors of the difference of two medians, and the operation's largest
+    own time in the reference (its normal tail: a heavy-tailed operation such as a database query
+    drifts between recordings by as much as its tail reaches, and that is no delay).
 
     A call site is an operation of the entity as reached from one calling span (its service and
     operation; roots form their own site). The spread is the operation's own, over all its reference
@@ -169,7 +173,9 @@ def _site_shifts(ref: pd.DataFrame, obs: pd.DataFrame) -> dict[str, tuple[float,
     obs = obs.assign(log_own=np.log(obs["own"] + EPSILON))
     op = ref.groupby(["entity", "name"])["log_own"]
     mad = op.agg(lambda x: float(np.median(np.abs(x - np.median(x)))))
-    spread = (mad * MAD_TO_SIGMA).clip(lower=LATENCY_FLOOR)[op.size() >= MIN_SPANS].rename("spread")
+    enough = op.size() >= MIN_SPANS
+    spread = (mad * MAD_TO_SIGMA).clip(lower=LATENCY_FLOOR)[enough].rename("spread")
+    ceiling = op.max()[enough].rename("ceiling")
     keys = ["entity", "name", "caller", "site"]
 
     def agg(part: pd.DataFrame) -> pd.DataFrame:
@@ -177,11 +183,12 @@ def _site_shifts(ref: pd.DataFrame, obs: pd.DataFrame) -> dict[str, tuple[float,
 
     both = agg(ref).add_suffix("_ref").join(agg(obs).add_suffix("_obs"), how="inner")
     both = both[(both["size_ref"] >= MIN_SITE_SPANS) & (both["size_obs"] >= MIN_SITE_SPANS)]
-    both = both.join(spread, on=["entity", "name"], how="inner")
+    both = both.join(spread, on=["entity", "name"], how="inner").join(ceiling, on=["entity", "name"])
     if both.empty:
         return {}
     error = MEDIAN_SE * both["spread"] * np.sqrt(1.0 / both["size_ref"] + 1.0 / both["size_obs"])
-    bound = both["median_obs"] - both["median_ref"] - DISCOVERY_SIGMA * error
+    floor = np.maximum(both["median_ref"] + DISCOVERY_SIGMA * error, both["ceiling"])
+    bound = both["median_obs"] - floor
     out: dict[str, tuple[float, str]] = {}
     for (entity, name, caller, site), value in bound.sort_values(ascending=False, kind="stable").items():
         if str(entity) not in out:
