@@ -22,6 +22,7 @@ minute, as the dataset's README defines it.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass, field, replace
@@ -40,6 +41,7 @@ from rca.evaluation.inject import (
     Fault,
     Kind,
     Written,
+    delayed_share,
     digraph,
     draw,
     index_row,
@@ -194,16 +196,17 @@ class NezhaInjector:
         pod = sorted(p for p in self.pods if service_of(p) == fault.entity)
         target_pod = pod[int(d.rng.integers(len(pod)))]
         share = float(d.rng.uniform(*MAGNITUDES[Kind.ERRORS]))  # callers' failing share (pod failure)
-        spans, logs, normal_records = None, None, None
+        spans, logs, normal_records, reached = None, None, None, None
         normal: list[float] = []
         if self.has_traces:
             pool = self._pool(path)
+            reached = _reached(pool, path)
             spans, logs = self._minutes(pool, minutes, d)
             normal = [minutes[0] - NORMAL_BEFORE - k * MINUTE for k in reversed(range(NORMAL_MINUTES))]
             # Copies numbered after the case minutes' so that no copy's ids repeat one of theirs.
             normal_records = self._minutes(pool, normal, d, first_copy=len(minutes))
         added = self._added_latency(fault, d, target_pod, keep, spans)
-        effects = _Effects(fault, d, path, target_pod, onset, added, share)
+        effects = _Effects(fault, d, path, target_pod, onset, added, share, reached)
 
         frames = {
             name: effects.metrics(name, self._window(self.metric_dir / name, keep, shift))
@@ -458,23 +461,73 @@ class _Pool:
         return [int(i) for i in out]
 
 
+@dataclass(frozen=True)
+class Reached:
+    """The share of each service's requests (and each call edge's calls) that took the injected caller
+    chain, read off the construct minute's traces; 1 where unknown (no traces: every request)."""
+
+    services: dict[str, float] = field(default_factory=dict)
+    edges: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    def of(self, service: str) -> float:
+        """The share of `service`'s requests on the chain."""
+        return self.services.get(service, 1.0)
+
+    def of_edge(self, caller: str, callee: str) -> float:
+        """The share of the calls from `caller` to `callee` on the chain."""
+        return self.edges.get((caller, callee), 1.0)
+
+
+def _reached(pool: _Pool, path: tuple[str, ...]) -> Reached:
+    """Per service of the path, the share of the traces it serves that are on the chain (each such
+    trace is one of its requests that met the fault); per hop, the same share of the hop's calls."""
+    spans = pool.spans
+    entity = spans["PodName"].map(service_of)
+    owner = dict(zip(spans["SpanID"], entity, strict=False))
+    caller = spans["ParentID"].map(owner)
+    on_path = set(pool.on_path)
+
+    def share(traces: pd.Series) -> float:
+        seen = set(traces)
+        return len(seen & on_path) / len(seen) if seen else 1.0
+
+    services = {s: share(spans.loc[entity == s, "TraceID"]) for s in path}
+    edges = {
+        (a, b): share(spans.loc[(entity == b) & (caller == a), "TraceID"])
+        for b, a in itertools.pairwise(path)
+    }
+    return Reached(services, edges)
+
+
 class _Effects:
     """One fault's effect on each kind of Nezha file (the physics: rca.evaluation.inject)."""
 
     def __init__(
-        self, fault: Fault, d: Draw, path: tuple[str, ...], pod: str, onset: float, added: float, share: float
+        self,
+        fault: Fault,
+        d: Draw,
+        path: tuple[str, ...],
+        pod: str,
+        onset: float,
+        added: float,
+        share: float,
+        reached: Reached | None = None,
     ) -> None:
         self.fault, self.d, self.path, self.pod, self.onset = fault, d, path, pod, onset
         self.added, self.share = added, share
         self.callers = set(path[1:])
+        # A fault in one operation on one caller chain (latency, errors) reaches only the requests
+        # that took that chain: a service's metrics move by what that share of its requests shows.
+        per_request = fault.kind in (Kind.LATENCY, Kind.ERRORS)
+        self.reached = reached if reached is not None and per_request else Reached()
 
     def _profile(self, frame: pd.DataFrame) -> np.ndarray:
         return step_profile(frame["_t"].to_numpy(dtype=np.float64), self.onset, MINUTE)
 
-    def _add(self, frame: pd.DataFrame, columns: tuple[str, ...], amount: np.ndarray) -> None:
+    def _add(self, frame: pd.DataFrame, columns: tuple[str, ...], amount: np.ndarray, reached: float) -> None:
         for col in columns:
             if col in frame and carried(frame[col].to_numpy(dtype=np.float64)):
-                frame[col] = frame[col] + amount
+                frame[col] = frame[col] + delayed_share(col, reached) * amount
 
     def _fail(self, frame: pd.DataFrame, column: str, share: np.ndarray) -> None:
         if column in frame and carried(frame[column].to_numpy(dtype=np.float64)):
@@ -507,24 +560,27 @@ class _Effects:
                     frame[col] = frame[col] + d.magnitude * base * growth * d.jitter(n)
             if kind is Kind.POD_FAILURE:
                 return frame[frame["_t"] < self.onset]  # its telemetry stops
-            self._add(frame, SERVER_LATENCY, delay)
-            self._fail(frame, "PodSuccessRate(%)", failing * profile)
+            own = self.reached.of(service)
+            self._add(frame, SERVER_LATENCY, delay, own)
+            self._fail(frame, "PodSuccessRate(%)", failing * own * profile)
         elif front or service in self.callers:
+            share = self.reached.of(service)
             if front:
-                self._add(frame, FRONT_LATENCY, delay)
-                self._fail(frame, "SuccessRate(%)", failing * profile)
+                self._add(frame, FRONT_LATENCY, delay, share)
+                self._fail(frame, "SuccessRate(%)", failing * share * profile)
             else:
-                self._add(frame, SERVER_LATENCY + CLIENT_LATENCY, delay)
-                self._fail(frame, "PodSuccessRate(%)", failing * profile)
+                self._add(frame, SERVER_LATENCY + CLIENT_LATENCY, delay, share)
+                self._fail(frame, "PodSuccessRate(%)", failing * share * profile)
         return frame
 
     def edges(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """Per call-edge latency: each hop of the path waits the added time."""
+        """Per call-edge latency (the median of the edge's calls): each hop of the path waits the
+        added time, on the share of the edge's calls that took the path."""
         delay = self.added * self._profile(frame) * self.d.jitter(len(frame))
         for callee, caller in zip(self.path, self.path[1:], strict=False):
             col = f"{caller}_{callee}"
             if col in frame:
-                frame[col] = frame[col] + delay
+                frame[col] = frame[col] + delayed_share("p50", self.reached.of_edge(caller, callee)) * delay
         return frame
 
     def traces(self, spans: pd.DataFrame, logs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -25,6 +25,7 @@ from rca.evaluation.inject import (
     Fault,
     Kind,
     Written,
+    delayed_share,
     digraph,
     draw,
     index_row,
@@ -183,9 +184,7 @@ def _apply(
         for node in path:
             reached = _reached(frame, entity, node)
             for col in _columns(frame, node, "latency"):
-                frame[col] = frame[col] + _delayed_share(col[2], reached) * d.magnitude * profile * d.jitter(
-                    n
-                )
+                frame[col] = frame[col] + delayed_share(col[2], reached) * d.magnitude * profile * d.jitter(n)
     elif fault.kind is Kind.ERRORS:
         for node in path:
             share = d.magnitude * _reached(frame, entity, node)
@@ -206,17 +205,6 @@ def _reached(frame: pd.DataFrame, entity: str, node: str) -> float:
     if not mine or not theirs or not np.isfinite(mine[0]) or not np.isfinite(theirs[0]) or theirs[0] <= 0:
         return 1.0
     return float(min(1.0, max(0.0, mine[0]) / theirs[0]))
-
-
-def _delayed_share(statistic: str, reached: float) -> float:
-    """How much of a delay that `reached` of the requests wait shows in a latency statistic: the
-    mean moves by that share of it; a percentile pX by all of it once more than (100 - X) % of the
-    requests wait (the quantile then falls among them), else hardly at all."""
-    if statistic.lower() == "average":
-        return reached
-    if statistic.lower().startswith("p") and statistic[1:].replace(".", "", 1).isdigit():
-        return 1.0 if reached > 1.0 - float(statistic[1:]) / 100.0 else 0.0
-    return reached
 
 
 def _overload(
@@ -245,4 +233,4 @@ def _overload(
             frame[col] = frame[col] * (1.0 - throttled * reached[node] * profile)
         if node != entity:
             for col in _columns(frame, node, "latency"):
-                frame[col] = frame[col] + _delayed_share(col[2], reached[node]) * added.get(col[2], 0.0)
+                frame[col] = frame[col] + delayed_share(col[2], reached[node]) * added.get(col[2], 0.0)

@@ -29,7 +29,7 @@ from rca.evaluation.inject import (
     step_profile,
 )
 from rca.evaluation.injectors import INJECTORS
-from rca.evaluation.injectors.nezha import _Effects
+from rca.evaluation.injectors.nezha import Reached, _Effects
 from rca.evaluation.injectors.petshop import _apply, _reached
 from rca.telemetry.cases import load_case, parse_alert_hint, read_index
 from rca.telemetry.model import DependencyGraph, Edge, Entity, TimeWindow
@@ -361,3 +361,47 @@ def test_a_trainticket_request_that_fails_logs_once_per_service_and_its_unrun_co
     errors = logs_out[logs_out["Log"].str.contains(" ERROR ")]
     assert errors.groupby("entity").size().to_dict() == {"api-service": 1, "db-service": 1}
     assert errors.loc[errors["entity"] == "db-service", "Log"].str.contains("x.Db#20").all()  # its style
+
+
+def test_a_trainticket_service_shows_what_the_share_of_its_requests_on_the_chain_shows() -> None:
+    """A delay or a failure on one caller chain reaches a service's metrics by the share of its
+    requests that took that chain: the entry's median does not move when one request in twenty
+    waits, its p99 does; its success rate drops by the failing share of that twentieth."""
+    times = 1_000.0 + 60.0 * np.arange(5)
+    front = pd.DataFrame(
+        {
+            "_t": times,
+            "LatencyP50(s)": 0.05,
+            "LatencyP90(s)": 0.1,
+            "LatencyP99(s)": 0.3,
+            "SuccessRate(%)": 100.0,
+        }
+    )
+    reached = Reached({"api-service": 0.05, "db-service": 0.5})
+    path = ("db-service", "api-service")
+    slow = _Effects(
+        Fault("nezha-tt", Kind.LATENCY, "db-service", 0),
+        Draw(np.random.default_rng(0), 0.5),
+        path,
+        "db-service-7c9a-y2",
+        0.0,
+        0.5,
+        0.0,
+        reached,
+    )
+    out = slow.metrics("front_service.csv.gz", front.copy())
+    assert (out["LatencyP50(s)"] == 0.05).all()
+    assert (out["LatencyP90(s)"] == 0.1).all()
+    assert out["LatencyP99(s)"].mean() == pytest.approx(0.8, abs=0.1)
+    failing = _Effects(
+        Fault("nezha-tt", Kind.ERRORS, "db-service", 0),
+        Draw(np.random.default_rng(0), 0.4),
+        path,
+        "db-service-7c9a-y2",
+        0.0,
+        0.0,
+        0.0,
+        reached,
+    )
+    out = failing.metrics("front_service.csv.gz", front.copy())
+    assert out["SuccessRate(%)"].mean() == pytest.approx(100.0 * (1.0 - 0.4 * 0.05))
