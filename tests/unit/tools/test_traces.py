@@ -216,3 +216,32 @@ def test_the_normal_scatter_of_a_few_requests_is_no_call_site_delay() -> None:
     delayed = _site_shifts(part(3, 0.0), part(3, 0.5))
     assert delayed["x"][0] > 0.0
     assert delayed["x"][1] == "op from y call"
+
+
+def test_a_drift_within_the_operations_normal_tail_is_no_call_site_delay() -> None:
+    """A heavy-tailed operation (a database query) whose requests from one site all take three times
+    as long after onset: significant for a median, yet within what the operation reached before onset
+    (its largest own time), as two recordings of a query drift; half a second more is beyond it.
+    With two hundred requests a site the x3 drift clears five standard errors of the median: only the
+    operation's normal tail tells it from a delay."""
+    rng = np.random.default_rng(11)
+
+    def part(factor: float, added: float = 0.0) -> pd.DataFrame:
+        own = 0.005 * np.exp(1.0 * rng.standard_normal(400))
+        own[:200] = own[:200] * factor + added
+        return pd.DataFrame(
+            {
+                "entity": "db",
+                "name": "SELECT",
+                "caller": "db",
+                "site": ["find"] * 200 + ["scan"] * 200,
+                "own": own,
+            }
+        )
+
+    reference = part(1.0)
+    drifted = _site_shifts(reference, part(3.0))
+    assert drifted["db"][0] <= 0.0
+    delayed = _site_shifts(reference, part(1.0, 0.5))
+    assert delayed["db"][0] > 0.0
+    assert delayed["db"][1] == "SELECT from db find"
