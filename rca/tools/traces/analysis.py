@@ -190,7 +190,9 @@ def _site_shifts(ref: pd.DataFrame, obs: pd.DataFrame) -> dict[str, tuple[float,
     floor = np.maximum(both["median_ref"] + DISCOVERY_SIGMA * error, both["ceiling"])
     bound = both["median_obs"] - floor
     out: dict[str, tuple[float, str]] = {}
-    for (entity, name, caller, site), value in bound.sort_values(ascending=False, kind="stable").items():
+    ordered = bound.sort_values(ascending=False, kind="stable")
+    levels = [ordered.index.get_level_values(k) for k in keys]
+    for entity, name, caller, site, value in zip(*levels, ordered.to_numpy(), strict=True):
         if str(entity) not in out:
             where = f"{name} from {caller}" if isinstance(caller, str) else f"{name} (root)"
             out[str(entity)] = (float(value), where if not isinstance(site, str) else f"{where} {site}")
