@@ -55,9 +55,10 @@ NEW_ERROR_WEIGHT = 1.5  # a new error-level template says more than a new INFO o
 MIN_OWN_REFERENCE = 10
 
 # Cues that a problem line reports a failed call to someone else rather than the entity's own fault.
+# An HTTP 5xx status stands alone: three digits inside a clock or a decimal (`10:02:43.587`) are not one.
 _CALL_FAILURE = re.compile(
     r"connection refused|connect timed out|read timed out|no instances available|"
-    r"i/o error on|service unavailable|bad gateway|gateway timeout|\b5\d\d\b|"
+    r"i/o error on|service unavailable|bad gateway|gateway timeout|(?<![.:,])\b5\d\d\b(?![.:,]\d)|"
     r"call(?:ing)? .{0,60}fail|failed to (?:call|connect|reach)|upstream",
     re.IGNORECASE,
 )
