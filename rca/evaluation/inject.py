@@ -40,6 +40,7 @@ incident and no case.
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -167,6 +168,17 @@ def ramp_profile(times: np.ndarray, onset: float, end: float) -> np.ndarray:
     """0 before onset, rising linearly to 1 at `end` (a leak's growth)."""
     span = max(end - onset, 1e-9)
     return np.asarray(np.clip((times - onset) / span, 0.0, 1.0), dtype=np.float64)
+
+
+def delayed_share(statistic: str, reached: float) -> float:
+    """How much of a delay (or failure) that `reached` of the requests meet shows in a statistic named
+    `statistic` (`Average`, `p95`, `LatencyP90(s)`, ...): the mean moves by that share of it; a
+    percentile pX by all of it once more than (100 - X) % of the requests meet it (the quantile then
+    falls among them), else not at all. A statistic of another kind moves by the share."""
+    found = re.search(r"p(\d+(?:\.\d+)?)(?![\d.])", statistic.lower())
+    if found is None:
+        return reached
+    return 1.0 if reached > 1.0 - float(found.group(1)) / 100.0 else 0.0
 
 
 def digraph(graph: DependencyGraph) -> nx.DiGraph:

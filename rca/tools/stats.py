@@ -32,6 +32,9 @@ WINDOW_QUANTILE = 0.8
 BASELINE_CEILING = 0.95
 # Robust z-scores (and z-like scores) up to this are noise, in every tool and in seeding.
 KNEE = 3.0
+# A signal found among many tested (pairs, operations, callers) counts at 5 sigma: the discovery
+# convention of physics for a look-elsewhere-corrected signal.
+DISCOVERY_SIGMA = 5.0
 
 
 class Family(StrEnum):

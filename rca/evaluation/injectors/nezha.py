@@ -22,6 +22,7 @@ minute, as the dataset's README defines it.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass, field, replace
@@ -40,6 +41,7 @@ from rca.evaluation.inject import (
     Fault,
     Kind,
     Written,
+    delayed_share,
     digraph,
     draw,
     index_row,
@@ -50,9 +52,9 @@ from rca.evaluation.inject import (
     utc,
 )
 from rca.telemetry.cases import CaseRef, load_case, read_index
-from rca.telemetry.model import Direction, TimeWindow
+from rca.telemetry.model import Alert, Direction, TimeWindow
 from rca.telemetry.recorded.alerting import Signal
-from rca.telemetry.recorded.nezha import ENTRY, MINUTE, _day, service_of
+from rca.telemetry.recorded.nezha import BASELINE_BEFORE, ENTRY, MINUTE, _day, service_of
 from rca.telemetry.recorded.source import parse_go_times
 
 # After the day's last injection the system is given this long to recover before rows count as normal
@@ -191,25 +193,43 @@ class NezhaInjector:
         onset = minutes[0] - MINUTE + tick + float(d.rng.uniform(5.0, MINUTE - 5.0))
         keep = (src_end - BEFORE, src_end + AFTER)
         day = new_day.isoformat()
-        metric_out = out / "nezha" / "rca_data" / day / "metric"
-        metric_out.mkdir(parents=True, exist_ok=True)
         pod = sorted(p for p in self.pods if service_of(p) == fault.entity)
         target_pod = pod[int(d.rng.integers(len(pod)))]
         share = float(d.rng.uniform(*MAGNITUDES[Kind.ERRORS]))  # callers' failing share (pod failure)
-        spans, logs = None, None
+        spans, logs, normal_records, reached = None, None, None, None
+        normal: list[float] = []
         if self.has_traces:
             pool = self._pool(path)
+            reached = _reached(pool, path)
             spans, logs = self._minutes(pool, minutes, d)
             normal = [minutes[0] - NORMAL_BEFORE - k * MINUTE for k in reversed(range(NORMAL_MINUTES))]
             # Copies numbered after the case minutes' so that no copy's ids repeat one of theirs.
             normal_records = self._minutes(pool, normal, d, first_copy=len(minutes))
-            self._write_minutes(out, "construct_data", day, normal, tick, *normal_records)
         added = self._added_latency(fault, d, target_pod, keep, spans)
-        effects = _Effects(fault, d, path, target_pod, onset, added, share)
+        effects = _Effects(fault, d, path, target_pod, onset, added, share, reached)
 
-        for name in [f"{p}_metric.csv.gz" for p in self.pods] + ["front_service.csv.gz"]:
-            frame = self._window(self.metric_dir / name, keep, shift)
-            frame = effects.metrics(name, frame)
+        frames = {
+            name: effects.metrics(name, self._window(self.metric_dir / name, keep, shift))
+            for name in [f"{p}_metric.csv.gz" for p in self.pods] + ["front_service.csv.gz"]
+        }
+        # The alert rule on the entry's symptom, as the loader applies it: a fault whose effect never
+        # trips it makes no incident, and nothing of it is written.
+        front_out = frames["front_service.csv.gz"]
+        times = front_out["_t"].to_numpy(dtype=np.float64)
+        if self.has_traces:  # the loader's rule over the case minutes, against the 30 minutes before
+            scan = TimeWindow(minutes[0] - MINUTE + tick, minutes[-1] + tick)
+        else:  # Online Boutique: from the onset's row on, the rule that dates its `detected T`
+            scan = TimeWindow(
+                float(times[times <= onset].max()) if (times <= onset).any() else float(times.min()),
+                float(times.max()) + MINUTE,
+            )
+        fired = self._front_alert(front_out, scan)
+        if fired is None:
+            return None
+
+        metric_out = out / "nezha" / "rca_data" / day / "metric"
+        metric_out.mkdir(parents=True, exist_ok=True)
+        for name, frame in frames.items():
             _write_metric(frame, metric_out / name, self.day, day)
         for name in ("dependency.csv.gz", "source_50.csv.gz", "destination_50.csv.gz"):
             src = self.metric_dir / name
@@ -223,7 +243,8 @@ class NezhaInjector:
 
         files = [f"nezha/rca_data/{day}/metric/*"]
         alert = ""
-        if spans is not None and logs is not None:
+        if spans is not None and logs is not None and normal_records is not None:
+            self._write_minutes(out, "construct_data", day, normal, tick, *normal_records)
             spans, logs = effects.traces(spans, logs)
             self._write_minutes(out, "rca_data", day, minutes, tick, spans, logs)
             labels = ",".join(_hhmm(m) for m in minutes)
@@ -233,26 +254,6 @@ class NezhaInjector:
                 f"normal: nezha/construct_data/{day}/",
             ]
         else:
-            written_front = pd.read_csv(metric_out / "front_service.csv.gz")
-            times = parse_go_times(written_front["Time"])
-            onset_row = float(times[times <= onset].max()) if (times <= onset).any() else float(times.min())
-            signals = [
-                Signal(
-                    self.entry,
-                    metric,
-                    times,
-                    written_front[col].to_numpy(dtype=np.float64),
-                    written_front[col].to_numpy(dtype=np.float64)[
-                        (times < onset_row) & (times >= onset_row - 30 * MINUTE)
-                    ],
-                    direction,
-                )
-                for col, metric, direction in FRONT_SIGNALS
-                if col in written_front
-            ]
-            fired = rule_alert(signals, TimeWindow(onset_row, float(times.max()) + MINUTE))
-            if fired is None:
-                return None
             # `detected T`: the firing rounded up to the minute, plus the `for: 1m` minute (README).
             detected = float(np.ceil(fired.fired_at / MINUTE) * MINUTE) + MINUTE
             alert = f"detected {utc(detected)}"
@@ -267,6 +268,25 @@ class NezhaInjector:
         )
         row["root_cause_detail"] = target_pod
         return Written(row, path)
+
+    def _front_alert(self, front: pd.DataFrame, scan: TimeWindow) -> Alert | None:
+        """The shared rule's alert on the entry's symptom rows inside `scan`, against the
+        `BASELINE_BEFORE` before it (the loader's baseline); None when it fires nothing there."""
+        times = front["_t"].to_numpy(dtype=np.float64)
+        base = (times < scan.start) & (times >= scan.start - BASELINE_BEFORE)
+        signals = [
+            Signal(
+                self.entry,
+                metric,
+                times,
+                front[col].to_numpy(dtype=np.float64),
+                front[col].to_numpy(dtype=np.float64)[base],
+                direction,
+            )
+            for col, metric, direction in FRONT_SIGNALS
+            if col in front
+        ]
+        return rule_alert(signals, scan)
 
     def _window(self, path: Path, keep: tuple[float, float], shift: float) -> pd.DataFrame:
         frame = self._table(str(path))
@@ -441,23 +461,73 @@ class _Pool:
         return [int(i) for i in out]
 
 
+@dataclass(frozen=True)
+class Reached:
+    """The share of each service's requests (and each call edge's calls) that took the injected caller
+    chain, read off the construct minute's traces; 1 where unknown (no traces: every request)."""
+
+    services: dict[str, float] = field(default_factory=dict)
+    edges: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    def of(self, service: str) -> float:
+        """The share of `service`'s requests on the chain."""
+        return self.services.get(service, 1.0)
+
+    def of_edge(self, caller: str, callee: str) -> float:
+        """The share of the calls from `caller` to `callee` on the chain."""
+        return self.edges.get((caller, callee), 1.0)
+
+
+def _reached(pool: _Pool, path: tuple[str, ...]) -> Reached:
+    """Per service of the path, the share of the traces it serves that are on the chain (each such
+    trace is one of its requests that met the fault); per hop, the same share of the hop's calls."""
+    spans = pool.spans
+    entity = spans["PodName"].map(service_of)
+    owner = dict(zip(spans["SpanID"], entity, strict=False))
+    caller = spans["ParentID"].map(owner)
+    on_path = set(pool.on_path)
+
+    def share(traces: pd.Series) -> float:
+        seen = set(traces)
+        return len(seen & on_path) / len(seen) if seen else 1.0
+
+    services = {s: share(spans.loc[entity == s, "TraceID"]) for s in path}
+    edges = {
+        (a, b): share(spans.loc[(entity == b) & (caller == a), "TraceID"])
+        for b, a in itertools.pairwise(path)
+    }
+    return Reached(services, edges)
+
+
 class _Effects:
     """One fault's effect on each kind of Nezha file (the physics: rca.evaluation.inject)."""
 
     def __init__(
-        self, fault: Fault, d: Draw, path: tuple[str, ...], pod: str, onset: float, added: float, share: float
+        self,
+        fault: Fault,
+        d: Draw,
+        path: tuple[str, ...],
+        pod: str,
+        onset: float,
+        added: float,
+        share: float,
+        reached: Reached | None = None,
     ) -> None:
         self.fault, self.d, self.path, self.pod, self.onset = fault, d, path, pod, onset
         self.added, self.share = added, share
         self.callers = set(path[1:])
+        # A fault in one operation on one caller chain (latency, errors) reaches only the requests
+        # that took that chain: a service's metrics move by what that share of its requests shows.
+        per_request = fault.kind in (Kind.LATENCY, Kind.ERRORS)
+        self.reached = reached if reached is not None and per_request else Reached()
 
     def _profile(self, frame: pd.DataFrame) -> np.ndarray:
         return step_profile(frame["_t"].to_numpy(dtype=np.float64), self.onset, MINUTE)
 
-    def _add(self, frame: pd.DataFrame, columns: tuple[str, ...], amount: np.ndarray) -> None:
+    def _add(self, frame: pd.DataFrame, columns: tuple[str, ...], amount: np.ndarray, reached: float) -> None:
         for col in columns:
             if col in frame and carried(frame[col].to_numpy(dtype=np.float64)):
-                frame[col] = frame[col] + amount
+                frame[col] = frame[col] + delayed_share(col, reached) * amount
 
     def _fail(self, frame: pd.DataFrame, column: str, share: np.ndarray) -> None:
         if column in frame and carried(frame[column].to_numpy(dtype=np.float64)):
@@ -490,24 +560,27 @@ class _Effects:
                     frame[col] = frame[col] + d.magnitude * base * growth * d.jitter(n)
             if kind is Kind.POD_FAILURE:
                 return frame[frame["_t"] < self.onset]  # its telemetry stops
-            self._add(frame, SERVER_LATENCY, delay)
-            self._fail(frame, "PodSuccessRate(%)", failing * profile)
+            own = self.reached.of(service)
+            self._add(frame, SERVER_LATENCY, delay, own)
+            self._fail(frame, "PodSuccessRate(%)", failing * own * profile)
         elif front or service in self.callers:
+            share = self.reached.of(service)
             if front:
-                self._add(frame, FRONT_LATENCY, delay)
-                self._fail(frame, "SuccessRate(%)", failing * profile)
+                self._add(frame, FRONT_LATENCY, delay, share)
+                self._fail(frame, "SuccessRate(%)", failing * share * profile)
             else:
-                self._add(frame, SERVER_LATENCY + CLIENT_LATENCY, delay)
-                self._fail(frame, "PodSuccessRate(%)", failing * profile)
+                self._add(frame, SERVER_LATENCY + CLIENT_LATENCY, delay, share)
+                self._fail(frame, "PodSuccessRate(%)", failing * share * profile)
         return frame
 
     def edges(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """Per call-edge latency: each hop of the path waits the added time."""
+        """Per call-edge latency (the median of the edge's calls): each hop of the path waits the
+        added time, on the share of the edge's calls that took the path."""
         delay = self.added * self._profile(frame) * self.d.jitter(len(frame))
         for callee, caller in zip(self.path, self.path[1:], strict=False):
             col = f"{caller}_{callee}"
             if col in frame:
-                frame[col] = frame[col] + delay
+                frame[col] = frame[col] + delayed_share("p50", self.reached.of_edge(caller, callee)) * delay
         return frame
 
     def traces(self, spans: pd.DataFrame, logs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -537,7 +610,10 @@ class _Effects:
             share = self.d.magnitude if kind is Kind.ERRORS else 1.0
             failing = [s for s in hit if self.d.rng.random() < share] or hit[:1]
             drop = _descendants(spans, failing) | (set(failing) if kind is Kind.POD_FAILURE else set())
-            logs = self._error_logs(spans, logs, failing, kind)
+            errors = self._error_logs(spans, logs, failing, kind)
+            # The spans that never ran log nothing: the lines the failed request's code would have
+            # written after the failure, in the entity and in the callees it no longer reaches, vanish.
+            logs = pd.concat([logs[~logs["SpanID"].isin(drop)], errors], ignore_index=True)
             spans = spans[~spans["SpanID"].isin(drop)]
         if kind is Kind.POD_FAILURE:
             gone = (logs["entity"] == self.fault.entity) & (logs["TimeUnixNano"] >= onset_ns)
@@ -547,18 +623,22 @@ class _Effects:
     def _error_logs(
         self, spans: pd.DataFrame, logs: pd.DataFrame, failing: list[str], kind: Kind
     ) -> pd.DataFrame:
-        """An ERROR line at the failing span (its own style) and one at each caller span above it."""
+        """The ERROR lines of the failed requests: one at the failing span (in the entity's own style)
+        and one in each caller on the path, at its span nearest the failure (each service logs a failed
+        request once, where the failure reached it, not once per span of its own code)."""
         by_id = spans.drop_duplicates("SpanID").set_index("SpanID")
         rows = []
         for sid in failing:
             current: str | None = sid
+            logged: set[str] = set()
             while current is not None and current in by_id.index:
                 span: pd.Series = by_id.loc[current]  # type: ignore[assignment]  # ids are unique
                 ent = str(span["entity"])
                 own = ent == self.fault.entity
-                if own and kind is Kind.POD_FAILURE:
+                if (own and kind is Kind.POD_FAILURE) or ent in logged:
                     current = _up(by_id, current)
                     continue
+                logged.add(ent)
                 if own or ent in self.callers:
                     style = logs[logs["entity"] == ent]
                     if not style.empty:
@@ -567,9 +647,7 @@ class _Effects:
                         )
                         rows.append(_error_row(style.iloc[0], span, current, text))
                 current = _up(by_id, current)
-        if not rows:
-            return logs
-        return pd.concat([logs, pd.DataFrame(rows)], ignore_index=True)
+        return pd.DataFrame(rows, columns=logs.columns)
 
 
 def _up(by_id: pd.DataFrame, sid: str) -> str | None:

@@ -25,6 +25,7 @@ from rca.evaluation.inject import (
     Fault,
     Kind,
     Written,
+    delayed_share,
     digraph,
     draw,
     index_row,
@@ -183,9 +184,7 @@ def _apply(
         for node in path:
             reached = _reached(frame, entity, node)
             for col in _columns(frame, node, "latency"):
-                frame[col] = frame[col] + _delayed_share(col[2], reached) * d.magnitude * profile * d.jitter(
-                    n
-                )
+                frame[col] = frame[col] + delayed_share(col[2], reached) * d.magnitude * profile * d.jitter(n)
     elif fault.kind is Kind.ERRORS:
         for node in path:
             share = d.magnitude * _reached(frame, entity, node)
@@ -208,24 +207,18 @@ def _reached(frame: pd.DataFrame, entity: str, node: str) -> float:
     return float(min(1.0, max(0.0, mine[0]) / theirs[0]))
 
 
-def _delayed_share(statistic: str, reached: float) -> float:
-    """How much of a delay that `reached` of the requests wait shows in a latency statistic: the
-    mean moves by that share of it; a percentile pX by all of it once more than (100 - X) % of the
-    requests wait (the quantile then falls among them), else hardly at all."""
-    if statistic.lower() == "average":
-        return reached
-    if statistic.lower().startswith("p") and statistic[1:].replace(".", "", 1).isdigit():
-        return 1.0 if reached > 1.0 - float(statistic[1:]) / 100.0 else 0.0
-    return reached
-
-
 def _overload(
     frame: pd.DataFrame, entity: str, path: tuple[str, ...], g: nx.DiGraph, profile: np.ndarray, d: Draw
 ) -> None:
-    """An overload of `entity`: more requests, admitted ones waiting longer, the rest throttled."""
+    """An overload of `entity`: more requests, admitted ones waiting longer, the rest throttled. A
+    caller fails and waits only on its requests that reached the resource (`_reached`, read from the
+    volumes before the overload): a caller that sends it a tenth of its requests fails a tenth of the
+    throttled share."""
     n = len(frame)
     k = d.magnitude
     throttled = max(0.0, 1.0 - CAPACITY / k)
+    sufferers = set(path) | set(g.predecessors(entity))
+    reached = {node: _reached(frame, entity, node) for node in sufferers}
     for col in _columns(frame, entity, "requests"):
         frame[col] = frame[col] * (1.0 + (k - 1.0) * profile * d.jitter(n))
     # The admitted requests queue at the saturated resource: their wait grows with the overload.
@@ -235,10 +228,9 @@ def _overload(
         after = before * (1.0 + (k / CAPACITY) * profile * d.jitter(n))
         added[col[2]] = np.nan_to_num(after - before)
         frame[col] = after
-    sufferers = set(path) | set(g.predecessors(entity))
     for node in sufferers:
         for col in _columns(frame, node, "availability"):
-            frame[col] = frame[col] * (1.0 - throttled * profile)
+            frame[col] = frame[col] * (1.0 - throttled * reached[node] * profile)
         if node != entity:
             for col in _columns(frame, node, "latency"):
-                frame[col] = frame[col] + added.get(col[2], 0.0)
+                frame[col] = frame[col] + delayed_share(col[2], reached[node]) * added.get(col[2], 0.0)

@@ -46,21 +46,19 @@ from rca.telemetry.model import Conventions, DependencyGraph, Severity
 from rca.tools.counts import Comparison, ReferenceKind, count_z, lead, robust_peer_z
 from rca.tools.logs.pairs import SPAN_ANCHOR, PairStat, Units, own_pairs, units
 from rca.tools.logs.templates import templates
-from rca.tools.stats import KNEE, squash, supported, unrefuted
+from rca.tools.stats import DISCOVERY_SIGMA, KNEE, squash, supported, unrefuted
 
 # A template counts in the shift only when it is expected (or seen) at least this often.
 MIN_TEMPLATE_COUNT = 4.0
 NEW_ERROR_WEIGHT = 1.5  # a new error-level template says more than a new INFO one
-# A pair break this significant after correcting for every pair tested (in sigmas) is a discovery, by
-# the convention physics uses for a signal found with a look-elsewhere correction.
-DISCOVERY_SIGMA = 5.0
 # An entity compares with its own past only with at least this many reference lines.
 MIN_OWN_REFERENCE = 10
 
 # Cues that a problem line reports a failed call to someone else rather than the entity's own fault.
+# An HTTP 5xx status stands alone: three digits inside a clock or a decimal (`10:02:43.587`) are not one.
 _CALL_FAILURE = re.compile(
     r"connection refused|connect timed out|read timed out|no instances available|"
-    r"i/o error on|service unavailable|bad gateway|gateway timeout|\b5\d\d\b|"
+    r"i/o error on|service unavailable|bad gateway|gateway timeout|(?<![.:,])\b5\d\d\b(?![.:,]\d)|"
     r"call(?:ing)? .{0,60}fail|failed to (?:call|connect|reach)|upstream",
     re.IGNORECASE,
 )

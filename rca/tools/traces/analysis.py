@@ -16,6 +16,14 @@ as the logs tool, see `rca.tools.counts`) per operation, and turned into a z-lik
 against the other services (so that the load generator's mix, which moves every service, is not a
 fault). Structure and errors propagate to callers, so a service is credited only with what its worst
 callee does not already show, as metrics' `own_z` does; own time needs no such discount.
+
+A delay often reaches only some of an operation's requests: those of one caller (a slow link from
+it, a code path only its requests take). The operation's median own time does not move while they are
+a minority, so own time is also compared per call site (operation, calling service and the calling
+span's operation): the rise of the site's median own time above the operation's normal period (the
+higher of `DISCOVERY_SIGMA` standard errors of the median's change and the operation's largest own
+time in the reference), so that neither the scatter of a handful of requests nor the drift of a
+heavy-tailed operation between recordings counts. A whole-entity delay moves every site.
 """
 
 from __future__ import annotations
@@ -30,10 +38,14 @@ import pandas as pd
 from rca.telemetry.model import DependencyGraph
 from rca.tools.counts import Comparison, ReferenceKind, lead, robust_peer_z
 from rca.tools.faults import FaultKind
-from rca.tools.stats import squash, supported
+from rca.tools.stats import DISCOVERY_SIGMA, MAD_TO_SIGMA, squash, supported
 
 EPSILON = 1e-4  # seconds added before taking logs of own times (sub-0.1 ms is noise)
 MIN_SPANS = 5  # an operation needs this many spans in both periods to be compared
+# A call site's median is compared from three spans per period on: a median one outlier cannot move.
+MIN_SITE_SPANS = 3
+# The standard error of a median is sqrt(pi / 2) times the mean's (large samples, normal data).
+MEDIAN_SE = math.sqrt(math.pi / 2.0)
 # Floors of the peer spreads: an own-time shift under ~10 % (log units), a child-count change
 # under ~10 % and a call-rate change under ~20 % never stand out, however quiet the other services are.
 LATENCY_FLOOR = 0.1
@@ -57,6 +69,8 @@ class TraceProfile:
     own_p90_reference: float = 0.0
     own_p90_observed: float = 0.0
     own_shift: float = 0.0  # median log own-time change per operation (log units)
+    site_shift: float = 0.0  # the largest call site's own-time rise, at its lower bound (log units)
+    site: str | None = None  # that call site: the calling service (and its span's operation)
     structure_shift: float = 0.0  # mean |log child-count change| per operation
     calls_change: float = 0.0  # log change of calls received per minute
     errors_reference: int = 0  # own error spans
@@ -145,6 +159,46 @@ def _per_operation(ref: pd.DataFrame, obs: pd.DataFrame) -> pd.DataFrame:
     return both[(both["n_ref"] >= MIN_SPANS) & (both["n_obs"] >= MIN_SPANS)]
 
 
+def _site_shifts(ref: pd.DataFrame, obs: pd.DataFrame) -> dict[str, tuple[float, str]]:
+    """Per entity: the largest rise of a call site's median log own time above what the operation's
+    normal period allows, and that site. Allowed is the higher of the site's reference median plus
+    `DISCOVERY_SIGMA` standard errors of the difference of two medians, and the operation's largest
+    own time in the reference (its normal tail: a heavy-tailed operation such as a database query
+    drifts between recordings by as much as its tail reaches, and that is no delay).
+
+    A call site is an operation of the entity as reached from one calling span (its service and
+    operation; roots form their own site). The spread is the operation's own, over all its reference
+    spans (a site's few spans cannot estimate one), and never under `LATENCY_FLOOR`."""
+    ref = ref.assign(log_own=np.log(ref["own"] + EPSILON))
+    obs = obs.assign(log_own=np.log(obs["own"] + EPSILON))
+    op = ref.groupby(["entity", "name"])["log_own"]
+    mad = op.agg(lambda x: float(np.median(np.abs(x - np.median(x)))))
+    enough = op.size() >= MIN_SPANS
+    spread = (mad * MAD_TO_SIGMA).clip(lower=LATENCY_FLOOR)[enough].rename("spread")
+    ceiling = op.max()[enough].rename("ceiling")
+    keys = ["entity", "name", "caller", "site"]
+
+    def agg(part: pd.DataFrame) -> pd.DataFrame:
+        return part.groupby(keys, dropna=False)["log_own"].agg(["size", "median"])
+
+    both = agg(ref).add_suffix("_ref").join(agg(obs).add_suffix("_obs"), how="inner")
+    both = both[(both["size_ref"] >= MIN_SITE_SPANS) & (both["size_obs"] >= MIN_SITE_SPANS)]
+    both = both.join(spread, on=["entity", "name"], how="inner").join(ceiling, on=["entity", "name"])
+    if both.empty:
+        return {}
+    error = MEDIAN_SE * both["spread"] * np.sqrt(1.0 / both["size_ref"] + 1.0 / both["size_obs"])
+    floor = np.maximum(both["median_ref"] + DISCOVERY_SIGMA * error, both["ceiling"])
+    bound = both["median_obs"] - floor
+    out: dict[str, tuple[float, str]] = {}
+    ordered = bound.sort_values(ascending=False, kind="stable")
+    levels = [ordered.index.get_level_values(k) for k in keys]
+    for entity, name, caller, site, value in zip(*levels, ordered.to_numpy(), strict=True):
+        if str(entity) not in out:
+            where = f"{name} from {caller}" if isinstance(caller, str) else f"{name} (root)"
+            out[str(entity)] = (float(value), where if not isinstance(site, str) else f"{where} {site}")
+    return out
+
+
 def _entries(part: pd.DataFrame) -> pd.Series:
     """Spans per service whose caller is another service (or none): the calls it receives."""
     return part[part["caller"] != part["entity"]].groupby("entity").size().astype(np.float64)
@@ -167,6 +221,7 @@ def profile_spans(
         return result
     result.outcomes_recorded = bool(frame["outcome"].any())
     spans = self_times(frame.drop_duplicates("span_id"))
+    spans["site"] = spans["parent"].map(spans.set_index("span_id")["name"])
     obs_w = cmp.observed
     ref, obs = cmp.split(spans, "start")
     _describe(profiles, ref, obs)
@@ -174,6 +229,13 @@ def profile_spans(
         ops = _per_operation(ref, obs)
         weight = ops["n_obs"].astype(np.float64).pow(0.5)
         own_shift = _weighted(ops["log_own_obs"] - ops["log_own_ref"], weight)
+        sites = _site_shifts(ref, obs)
+        for e, (bound, site) in sites.items():
+            profiles[e].site_shift, profiles[e].site = bound, site
+        # A call site's rise is the entity's own-time shift when it says more than the median over all
+        # its requests does (a delay that reaches one caller's requests only).
+        lifted = {e: b for e, (b, _) in sites.items() if b > 0.0}
+        own_shift = pd.concat([own_shift, pd.Series(lifted, dtype=np.float64)], axis=1).max(axis=1)
         children = (ops["children_obs"] + 0.5) / (ops["children_ref"] + 0.5)
         structure = _weighted(children.apply(math.log).abs(), weight)
         # Calls received from other services per minute (entries into the service).

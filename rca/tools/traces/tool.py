@@ -30,6 +30,11 @@ class TracesTool:
             f"{p.own_p50_observed * 1e3:.1f} ms, "
             f"p90 {p.own_p90_reference * 1e3:.1f} -> {p.own_p90_observed * 1e3:.1f} ms ({note})",
             f"own errors {p.errors_reference} -> {p.errors_observed}",
+            *(
+                [f"own time of {p.site} up {p.site_shift:.2f} log units at least"]
+                if p.site is not None and p.site_shift > 0
+                else []
+            ),
             f"latency {p.latency_z:.1f}, structure {p.structure_z:.1f}, calls {p.calls_z:.1f} sigma",
         ]
         if p.inherited_from:
@@ -55,6 +60,7 @@ class TracesTool:
                 "own_error_spans": p.errors_observed,
                 "own_error_spans_reference": p.errors_reference,
                 "own_shift": round(p.own_shift, 4),
+                "site_shift": round(p.site_shift, 4),
                 "structure_shift": round(p.structure_shift, 4),
                 "calls_change": round(p.calls_change, 4),
                 "latency_z": round(p.latency_z, 3),

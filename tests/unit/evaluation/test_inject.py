@@ -4,6 +4,7 @@ injected path as ground truth and an alert that a rule on the entry's symptom re
 from __future__ import annotations
 
 import csv
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from rca.evaluation.inject import (
     step_profile,
 )
 from rca.evaluation.injectors import INJECTORS
+from rca.evaluation.injectors.nezha import Reached, _Effects
 from rca.evaluation.injectors.petshop import _apply, _reached
 from rca.telemetry.cases import load_case, parse_alert_hint, read_index
 from rca.telemetry.model import DependencyGraph, Edge, Entity, TimeWindow
@@ -103,6 +105,8 @@ def test_cases_load_unchanged_with_their_truth(system: str, tmp_path: Path) -> N
         # The alert names the entry's symptom, never the injected entity (unless it is the entry).
         assert case.alert.entity == truth.path[-1]
         hint = parse_alert_hint(ref.alert_hint)
+        if hint is None:  # the loader's own rule fired on the case's symptom: a case makes an incident
+            assert case.alert.labels.get("rule") == "robust_z"
         if hint is not None:
             onset = datetime.fromisoformat(written.row["inject_time_utc"]).replace(tzinfo=UTC).timestamp()
             assert hint.fired_at >= onset - 1.0
@@ -194,8 +198,9 @@ def test_a_trainticket_case_has_a_normal_minute_of_its_own(tmp_path: Path) -> No
     """Its `construct_data/<day>/` minutes, as the recorded days have, drawn apart from its fault
     minutes, free of the fault, and read by the loader before the case."""
     injector = INJECTORS["nezha-tt"](DATA)
-    suite = generate([injector], tmp_path, seed=5, kinds=(Kind.ERRORS,), limit=1)
-    (written,) = suite.cases
+    # The first of a few faults that trips the alert (a fault too small to makes no case).
+    suite = generate([injector], tmp_path, seed=5, kinds=(Kind.ERRORS,), limit=4)
+    written = suite.cases[0]
     day = written.row["files"].split("/")[2]
     assert f"normal: nezha/construct_data/{day}/" in written.row["files"]
     normal = tmp_path / "nezha" / "construct_data" / day
@@ -238,8 +243,12 @@ def test_a_trainticket_delay_acts_once_per_request(tmp_path: Path) -> None:
     own nested spans: a request through it waits one delay, as its metrics say."""
     injector = INJECTORS["nezha-tt"](DATA)
     entity = "ts-station-food-service"  # serves each request through four nested spans of its own
-    suite = generate([injector], tmp_path, seed=2, kinds=(Kind.LATENCY,), entities=(entity,))
-    (written,) = suite.cases
+    # A fault too small to trip the alert makes no case: the first seed whose draw does is taken.
+    written = next(
+        w
+        for seed in range(2, 12)
+        for w in generate([injector], tmp_path, seed=seed, kinds=(Kind.LATENCY,), entities=(entity,)).cases
+    )
     day = written.row["files"].split("/")[2]
 
     def last_minute(folder: str) -> pd.DataFrame:
@@ -284,3 +293,120 @@ def test_a_caller_suffers_only_for_the_requests_that_reached_the_fault() -> None
     assert rise[("fe", "latency", "p50")] == 0.0
     # A count not recorded: every request is taken to reach it, as before.
     assert _reached(frame.drop(columns=[("db", "requests", "Sum")]), "db", "fe") == 1.0
+    # An overload: the resource throttles what exceeds its capacity; a caller fails that share only
+    # on the tenth of its requests that reach it.
+    overload = frame.copy()
+    k = Draw(np.random.default_rng(0), 8.0)
+    g = nx.DiGraph([("fe", "db"), ("other", "db")])
+    _apply(overload, Fault("petshop", Kind.OVERLOAD, "db", 0), ("db", "fe"), g, np.ones(5), k)
+    throttled = 1.0 - 2.0 / 8.0
+    db_failed = 1.0 - overload[("db", "availability", "Average")] / 100.0
+    fe_failed = 1.0 - overload[("fe", "availability", "Average")] / 100.0
+    assert db_failed.mean() == pytest.approx(throttled, abs=0.01)
+    assert fe_failed.mean() == pytest.approx(throttled * 50 / 500, abs=0.01)
+    assert (overload - frame).mean()[("fe", "latency", "p50")] == 0.0  # a tenth waits: not the median
+
+
+def test_a_trainticket_request_that_fails_logs_once_per_service_and_its_unrun_code_logs_nothing() -> None:
+    """An exception in `db` on the path api -> db: the failed request's spans below the failure never
+    run, so their log lines vanish (in the entity and in the callee it no longer reaches); `db` logs
+    one ERROR line in its own style and `api`, whose two spans the failure passes through, one."""
+    pods = {"api": "api-service-5d8f-x1", "db": "db-service-7c9a-y2", "cache": "cache-service-1b2c-z3"}
+    rows = [  # span, parent, service, operation
+        ("A", "root", "api", "GET /order"),
+        ("B", "A", "api", "HTTP GET"),
+        ("C", "B", "db", "GET /row"),
+        ("D", "C", "db", "RowRepository.find"),
+        ("E", "D", "cache", "GET key"),
+    ]
+    spans = pd.DataFrame(
+        {
+            "TraceID": "t1",
+            "SpanID": [r[0] for r in rows],
+            "ParentID": [r[1] for r in rows],
+            "PodName": [pods[r[2]] for r in rows],
+            "OperationName": [r[3] for r in rows],
+            "StartTimeUnixNano": [10_000_000_000 + i for i in range(5)],
+            "EndTimeUnixNano": [10_100_000_000 - i for i in range(5)],
+            "Duration": 100_000,
+            "entity": [f"{r[2]}-service" for r in rows],
+        }
+    )
+
+    def line(span: str, service: str, statement: str) -> dict[str, object]:
+        text = f"08:00:10.000 INFO  x.{statement} TraceID: t1 SpanID: {span} [op][done]\n"
+        return {
+            "Timestamp": "2100-01-01T08:00:10.000000Z",
+            "TimeUnixNano": 10_050_000_000,
+            "Node": "n1",
+            "PodName": pods[service],
+            "Container": "server",
+            "TraceID": "t1",
+            "SpanID": span,
+            "Log": json.dumps({"log": text, "time": "2100-01-01T08:00:10.000000Z"}),
+            "entity": f"{service}-service",
+        }
+
+    logs = pd.DataFrame(
+        [
+            line("A", "api", "Api#10"),
+            line("C", "db", "Db#20"),
+            line("D", "db", "Db#30"),
+            line("E", "cache", "C#5"),
+        ]
+    )
+    fault = Fault("nezha-tt", Kind.ERRORS, "db-service", 0)
+    effects = _Effects(
+        fault, Draw(np.random.default_rng(0), 1.0), ("db-service", "api-service"), pods["db"], 0.0, 0.0, 0.0
+    )
+    spans_out, logs_out = effects.traces(spans, logs)
+    assert set(spans_out["SpanID"]) == {"A", "B", "C"}
+    assert "D" not in set(logs_out["SpanID"])
+    assert "E" not in set(logs_out["SpanID"])
+    errors = logs_out[logs_out["Log"].str.contains(" ERROR ")]
+    assert errors.groupby("entity").size().to_dict() == {"api-service": 1, "db-service": 1}
+    assert errors.loc[errors["entity"] == "db-service", "Log"].str.contains("x.Db#20").all()  # its style
+
+
+def test_a_trainticket_service_shows_what_the_share_of_its_requests_on_the_chain_shows() -> None:
+    """A delay or a failure on one caller chain reaches a service's metrics by the share of its
+    requests that took that chain: the entry's median does not move when one request in twenty
+    waits, its p99 does; its success rate drops by the failing share of that twentieth."""
+    times = 1_000.0 + 60.0 * np.arange(5)
+    front = pd.DataFrame(
+        {
+            "_t": times,
+            "LatencyP50(s)": 0.05,
+            "LatencyP90(s)": 0.1,
+            "LatencyP99(s)": 0.3,
+            "SuccessRate(%)": 100.0,
+        }
+    )
+    reached = Reached({"api-service": 0.05, "db-service": 0.5})
+    path = ("db-service", "api-service")
+    slow = _Effects(
+        Fault("nezha-tt", Kind.LATENCY, "db-service", 0),
+        Draw(np.random.default_rng(0), 0.5),
+        path,
+        "db-service-7c9a-y2",
+        0.0,
+        0.5,
+        0.0,
+        reached,
+    )
+    out = slow.metrics("front_service.csv.gz", front.copy())
+    assert (out["LatencyP50(s)"] == 0.05).all()
+    assert (out["LatencyP90(s)"] == 0.1).all()
+    assert out["LatencyP99(s)"].mean() == pytest.approx(0.8, abs=0.1)
+    failing = _Effects(
+        Fault("nezha-tt", Kind.ERRORS, "db-service", 0),
+        Draw(np.random.default_rng(0), 0.4),
+        path,
+        "db-service-7c9a-y2",
+        0.0,
+        0.0,
+        0.0,
+        reached,
+    )
+    out = failing.metrics("front_service.csv.gz", front.copy())
+    assert out["SuccessRate(%)"].mean() == pytest.approx(100.0 * (1.0 - 0.4 * 0.05))

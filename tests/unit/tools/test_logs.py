@@ -332,6 +332,28 @@ def test_failed_calls_to_a_callee_that_shows_nothing_are_still_not_the_callers_o
     assert order.own < 3.0
 
 
+def test_an_own_error_line_whose_clock_reads_5xx_is_no_failed_call() -> None:
+    """`order` throws; its lines' clocks end in .550 ms. Three digits inside a clock are no HTTP 5xx
+    status: the lines are its own, not a failed call to a callee, and nothing discounts them."""
+    records: list[LogRecord] = []
+    for i in range(180):
+        t = ONSET - 540.0 + i * 5.0
+        records.append(
+            _line(t, "order", Severity.INFO, f"o.OrderServiceImpl#41 [create][order created] id {i}")
+        )
+        records.append(_line(t + 0.1, "pay", Severity.INFO, f"p.PayServiceImpl#12 [pay][paid] amount {i}"))
+        records.append(_line(t + 0.2, "stock", Severity.INFO, f"s.StockServiceImpl#9 [take][taken] n {i}"))
+        if t >= ONSET:
+            thrown = "o.OrderServiceImpl#50 [create][IllegalStateException in order]"
+            records.append(_line(t + 0.55, "order", Severity.ERROR, thrown))
+    assert ".550 ERROR" in records[-1].body
+    ctx = context(FakeSource(EDGES, records=records))
+    order = log_profile(ctx, "order")
+    assert order.raw > 10.0
+    assert order.blamed is None
+    assert order.own == order.raw
+
+
 PAIR_INCIDENT = TimeWindow(ONSET - 300.0, ONSET + 900.0)
 
 

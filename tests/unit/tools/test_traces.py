@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -11,7 +12,7 @@ from rca.core.hypotheses import Hypothesis
 from rca.telemetry.model import Span, SpanStatus, TimeWindow
 from rca.tools.counts import ReferenceKind
 from rca.tools.faults import FaultKind
-from rca.tools.traces.analysis import self_times
+from rca.tools.traces.analysis import _site_shifts, self_times
 from rca.tools.traces.profile import analyse, trace_profile
 from rca.tools.traces.seeding import kind_hint
 from rca.tools.traces.seeding import scores as entity_scores
@@ -143,3 +144,104 @@ def test_own_time_is_recorded_as_a_fact_once_the_spans_are_analysed() -> None:
     assert own["back"] > 3.0
     assert own["front"] < 3.0
     assert "nobody" not in own
+
+
+def _two_callers(slow: float) -> FakeSource:
+    """front -> back on three requests in four; front -> mid -> back on the fourth. After onset `back`
+    answers `mid`'s requests `slow` seconds later (a delay only that caller's requests meet); own times
+    vary by about 20 % from request to request."""
+    rng = np.random.default_rng(7)
+    spans: list[Span] = []
+    for i in range(240):
+        t = ONSET - 600.0 + i * 3.7
+        tid = f"t{i}"
+        via_mid = i % 4 == 0
+        own = 0.005 * float(np.exp(0.2 * rng.standard_normal()))
+        back_dur = own + (slow if via_mid and t >= ONSET else 0.0)
+        parent = f"{tid}-m" if via_mid else f"{tid}-f"
+        start = t + 0.004
+        if via_mid:
+            spans.append(
+                Span(tid, f"{tid}-m", f"{tid}-f", "mid", "GET /route", t + 0.002, start + back_dur + 0.002)
+            )
+        spans.append(Span(tid, f"{tid}-b", parent, "back", "POST /reserve", start, start + back_dur))
+        spans.append(Span(tid, f"{tid}-f", None, "front", "GET /buy", t, start + back_dur + 0.010))
+    return FakeSource((("front", "back"), ("front", "mid"), ("mid", "back")), span_list=spans)
+
+
+def test_a_delay_on_one_callers_requests_names_the_callee_not_the_waiting_caller() -> None:
+    """Only a quarter of `back`'s requests wait (too few to move its median own time); they are all of
+    the requests from `mid`'s call site, whose own time rose. `mid` and `front` merely wait: their own
+    time does not move, and they are victims."""
+    ctx = context(_two_callers(0.3))
+    back, mid = trace_profile(ctx, "back"), trace_profile(ctx, "mid")
+    assert back.own_p50_observed == pytest.approx(back.own_p50_reference, rel=0.3)  # the median stays
+    assert back.site is not None
+    assert back.site.endswith("from mid GET /route")
+    assert back.site_shift > 2.0  # log(0.305 / 0.005) less its uncertainty
+    assert mid.site_shift <= 0.0
+    scores = entity_scores(ctx)
+    assert max(scores, key=lambda e: scores[e]) == "back"
+    assert kind_hint(ctx, "back") is FaultKind.LATENCY
+    assert kind_hint(ctx, "mid") is None
+    assert kind_hint(ctx, "front") is None
+    result = TracesTool().run(ctx, Hypothesis(id="h", entity="back", fault_kind="latency"))
+    assert result.signals["anomaly_score"] >= 0.8
+    assert "from mid" in result.summary
+
+
+def test_the_normal_scatter_of_a_few_requests_is_no_call_site_delay() -> None:
+    """Three requests a period at one call site, own times scattered as the operation's are (about
+    1.6-fold, one sigma): the site's median moves by chance, and its lower bound stays below zero;
+    half a second more on a 5 ms operation clears it."""
+    rng = np.random.default_rng(3)
+
+    def part(n_site: int, shift: float) -> pd.DataFrame:
+        own = 0.005 * np.exp(0.5 * rng.standard_normal(20 + n_site))
+        own[:n_site] += shift
+        return pd.DataFrame(
+            {
+                "entity": "x",
+                "name": "op",
+                "caller": ["y"] * n_site + ["z"] * 20,
+                "site": ["call"] * n_site + ["other"] * 20,
+                "own": own,
+            }
+        )
+
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        quiet = _site_shifts(part(3, 0.0), part(3, 0.0))
+        assert quiet["x"][0] <= 0.0
+    delayed = _site_shifts(part(3, 0.0), part(3, 0.5))
+    assert delayed["x"][0] > 0.0
+    assert delayed["x"][1] == "op from y call"
+
+
+def test_a_drift_within_the_operations_normal_tail_is_no_call_site_delay() -> None:
+    """A heavy-tailed operation (a database query) whose requests from one site all take three times
+    as long after onset: significant for a median, yet within what the operation reached before onset
+    (its largest own time), as two recordings of a query drift; half a second more is beyond it.
+    With two hundred requests a site the x3 drift clears five standard errors of the median: only the
+    operation's normal tail tells it from a delay."""
+    rng = np.random.default_rng(11)
+
+    def part(factor: float, added: float = 0.0) -> pd.DataFrame:
+        own = 0.005 * np.exp(1.0 * rng.standard_normal(400))
+        own[:200] = own[:200] * factor + added
+        return pd.DataFrame(
+            {
+                "entity": "db",
+                "name": "SELECT",
+                "caller": "db",
+                "site": ["find"] * 200 + ["scan"] * 200,
+                "own": own,
+            }
+        )
+
+    reference = part(1.0)
+    drifted = _site_shifts(reference, part(3.0))
+    assert drifted["db"][0] <= 0.0
+    delayed = _site_shifts(reference, part(1.0, 0.5))
+    assert delayed["db"][0] > 0.0
+    assert delayed["db"][1] == "SELECT from db find"
