@@ -4,10 +4,11 @@ or /app in the image), so each command line adds only the address and the loggin
 
 `ROOTLINE_WEB_WORKERS` worker processes (default 1), each with `ROOTLINE_WEB_THREADS` threads (default
 8) for the requests that wait on the database or Redis. Python runs one thread at a time per process,
-so one process uses one core: on PostgreSQL a second process raised the storm bench's intake rate
-(bench/bench_storm.py, 2 cores shared with other work: 362 alerts/s against 295 with one); on SQLite,
-where writers take turns on one file lock, a second process added no throughput. Every process shares
-the rate limits (Redis).
+so one process uses one core. A second process raised the storm bench's intake rate (bench/bench_storm.py
+--rate, 2 cores shared with other work, load average 8-20): on PostgreSQL 482 alerts/s against 257-341
+with one, and on SQLite too, where writers take turns on one file lock but hold it briefly, 141 against
+86-111 (earlier runs, which said a second process added nothing on SQLite, had the stalls below). Every
+process shares the rate limits (Redis).
 
 The application is loaded once, in the master, before the worker processes are forked
 (`preload_app`), views included (rca/wsgi.py), so a worker serves its first request at full speed. A
