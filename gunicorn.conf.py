@@ -4,12 +4,19 @@ or /app in the image), so each command line adds only the address and the loggin
 
 `ROOTLINE_WEB_WORKERS` worker processes (default 1), each with `ROOTLINE_WEB_THREADS` threads (default
 8) for the requests that wait on the database or Redis. Python runs one thread at a time per process,
-so one process uses one core: on PostgreSQL a second process raised the storm bench's intake rate
-(bench/bench_storm.py, 2 cores shared with other work: 362 alerts/s against 295 with one), but in
-every two-process run a few deliveries (about 1 in 200) waited about 30 s, which one process never
-showed; on SQLite, where writers take turns on one file lock, a second process added no throughput and
-the same waits. Hence one process by default; several are for a PostgreSQL installation with cores
-to spare, after checking its latency tail. Every process shares the rate limits (Redis).
+so one process uses one core. A second process raised the storm bench's intake rate (bench/bench_storm.py
+--rate, 2 cores shared with other work, load average 8-20): on PostgreSQL 482 alerts/s against 257-341
+with one, and on SQLite too, where writers take turns on one file lock but hold it briefly, 141 against
+86-111 (earlier runs, which said a second process added nothing on SQLite, had the stalls below). Every
+process shares the rate limits (Redis).
+
+The application is loaded once, in the master, before the worker processes are forked
+(`preload_app`), views included (rca/wsgi.py), so a worker serves its first request at full speed. A
+worker used to import the views on its first request: about 3 s of CPU, which on a busy machine, with
+the other worker taking the storm, stalled the first requests it had accepted for 30-40 s (the storm
+bench's "1 in 200 deliveries wait 30 s" with two processes: each was a sender's first request, all on
+the worker that the bench's warm-up request had not reached). Loading in the master opens nothing that
+the workers would share: no database or Redis connection, no thread, no file.
 """
 
 import os
@@ -18,3 +25,4 @@ from rca import env as read
 
 workers = read.whole_number(os.environ, "ROOTLINE_WEB_WORKERS", 1)
 threads = read.whole_number(os.environ, "ROOTLINE_WEB_THREADS", 8)
+preload_app = True

@@ -9,8 +9,10 @@ SQLite file with the embedded Redis, or PostgreSQL), on the supervised stack of 
 with an ArcadeDB graph server: deliveries of `--per-post` alerts are sent on a fixed schedule (open
 loop: a slow answer does not slow the sender) for `--seconds`, a fifth of them re-sends of an earlier
 delivery (a retrying Alertmanager), in groups of 50 alerts, while 2 workers investigate. It prints the
-rate achieved, the 5xx count (any non-202), p50 / p95 / max latency, and the alerts lost and
-duplicated. Without `--rate`, as follows.
+rate achieved, the 5xx count (any non-202), p50 / p95 / max latency, the alerts lost and
+duplicated, and the CPU time the web server (and this sender) spent per delivery, a figure that,
+unlike the rate and the latency, changes little with what else the machine runs. Without `--rate`,
+as follows.
 
 Brings up the whole stack of bench/stack.py (gunicorn; one Celery worker investigating with
 `--workers` prefork processes; the memory worker; ArcadeDB; its own redis-server and PostgreSQL
@@ -35,7 +37,16 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from stack import alert, integrity, investigations_summary, payload, running_stack, wait_drained, web_workers
+from stack import (
+    alert,
+    integrity,
+    investigations_summary,
+    payload,
+    running_stack,
+    tree_cpu_s,
+    wait_drained,
+    web_workers,
+)
 
 GROUP = 50  # alerts per group (one incident, one investigation each) in the sustained storm
 DUPLICATE_EVERY = 5  # every fifth delivery re-sends an earlier one
@@ -63,9 +74,12 @@ def sustained(rate: float, seconds: float, database: str, per_post: int, senders
             f"2 workers investigating; machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}",
             flush=True,
         )
-        start = time.monotonic()
-        results = stack.send_on_schedule([body(n) for n in plan], rate / per_post, senders)
+        bodies = [body(n) for n in plan]
+        web = stack.child("web").proc.pid
+        web_cpu, own_cpu, start = tree_cpu_s(web), time.process_time(), time.monotonic()
+        results = stack.send_on_schedule(bodies, rate / per_post, senders)
         took = time.monotonic() - start
+        web_cpu, own_cpu = tree_cpu_s(web) - web_cpu, time.process_time() - own_cpu
         latencies = sorted(t for _, t in results)
         refused = sum(1 for status, _ in results if status != 202)
         fivexx = sum(1 for status, _ in results if status >= 500)
@@ -85,6 +99,11 @@ def sustained(rate: float, seconds: float, database: str, per_post: int, senders
             f"max {latencies[-1] * 1000:.0f} ms"
         )
         print(f"  alerts lost: {lost}; duplicated: {doubled}")
+        # CPU per delivery depends little on what else the machine runs, unlike the rate and latency.
+        print(
+            f"  CPU per delivery: web server {web_cpu / posts * 1000:.2f} ms, this sender "
+            f"{own_cpu / posts * 1000:.2f} ms; load average at the end {os.getloadavg()[0]:.1f}"
+        )
         return 0 if refused == lost == doubled == 0 else 1
 
 

@@ -116,6 +116,18 @@ def tree_rss(pid: int) -> int:
     return total
 
 
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) used so far by process `pid` and its living descendants."""
+    total = 0.0
+    for proc in _tree(pid):
+        try:
+            times = proc.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
+
+
 def web_workers(pid: int) -> int:
     """How many worker processes the gunicorn master `pid` runs (gunicorn.conf.py decides)."""
     return max(0, len(_tree(pid)) - 1)

@@ -271,6 +271,9 @@ class ReliabilityConfig:
     sqlite_busy_timeout_s: float = 5.0  # how long a SQLite writer waits for the lock
     intake_lock_retries: int = 3  # intake transactions retried on a database lock before 503
     intake_retry_after_s: int = 2  # the Retry-After of that 503
+    # How long a web process trusts a verified intake token without asking the database again: a
+    # token deactivated elsewhere (another process, SQL) is refused at most this long after; 0: no cache.
+    intake_token_cache_s: int = 5
 
 
 @dataclass(frozen=True)
@@ -294,7 +297,8 @@ HEALTH_PROCESSES = ("worker", "memory-worker", "scheduler")
 
 def reliability_config(env: Mapping[str, str]) -> ReliabilityConfig:
     """ROOTLINE_HEALTH_*, ROOTLINE_HEARTBEAT_STALE_S, ROOTLINE_REDISPATCH_AFTER_S, ROOTLINE_SWEEP_EVERY_S,
-    ROOTLINE_SQLITE_BUSY_TIMEOUT_S, ROOTLINE_INTAKE_LOCK_RETRIES, ROOTLINE_INTAKE_RETRY_AFTER_S."""
+    ROOTLINE_SQLITE_BUSY_TIMEOUT_S, ROOTLINE_INTAKE_LOCK_RETRIES, ROOTLINE_INTAKE_RETRY_AFTER_S,
+    ROOTLINE_INTAKE_TOKEN_CACHE_S."""
     d = ReliabilityConfig()
     raw = read.text(env, "ROOTLINE_HEALTH_PROCESSES")
     processes: tuple[str, ...] | None = None
@@ -322,6 +326,9 @@ def reliability_config(env: Mapping[str, str]) -> ReliabilityConfig:
         ),
         intake_lock_retries=read.whole_number(env, "ROOTLINE_INTAKE_LOCK_RETRIES", d.intake_lock_retries, 0),
         intake_retry_after_s=read.whole_number(env, "ROOTLINE_INTAKE_RETRY_AFTER_S", d.intake_retry_after_s),
+        intake_token_cache_s=read.whole_number(
+            env, "ROOTLINE_INTAKE_TOKEN_CACHE_S", d.intake_token_cache_s, least=0
+        ),
     )
 
 

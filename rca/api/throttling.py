@@ -3,8 +3,9 @@ address when none is presented); failed API-token authentications per client add
 
 A sliding-window counter in the Django cache (Redis, shared by every web process): a count per
 fixed window of the rate's period, and the estimate `previous window's count x the share of it still
-inside the sliding window + this window's count`. Each request costs one read of two integers and one
-atomic increment (one round trip each, rca.redis_cache), whatever the rate; DRF's own throttle keeps
+inside the sliding window + this window's count`. A request costs one round trip whatever the rate:
+a script that reads both counts and adds one when under the limit (rca.redis_cache); a failure limit
+reads both counts, and counts a failure when one happens. DRF's own throttle keeps
 every request's timestamp in one cached list that it reads and rewrites per request, which at 1,000
 requests per minute is a 10 KB value (and the read-then-write lets concurrent requests miss each
 other). The estimate assumes the previous window's requests were spread evenly, so a limit may be off
@@ -39,6 +40,7 @@ class _FailOpenThrottle(SimpleRateThrottle):
 
     setting: str
     counts: tuple[int, int] = (0, 0)  # (this window's count, the previous window's) as last read
+    counts_requests = True  # each admitted request is counted (a failure limit counts failures only)
 
     def get_rate(self) -> str:
         return str(getattr(settings, self.setting))
@@ -48,22 +50,28 @@ class _FailOpenThrottle(SimpleRateThrottle):
         if self.key is None:
             return True
         self.now = self.timer()
-        limit, _ = self.window()
         try:
-            current, previous = self._window_key(0), self._window_key(-1)
-            counts = self.cache.get_many([current, previous])
-            self.counts = (counts.get(current, 0), counts.get(previous, 0))
-            if self._estimate() >= limit:
-                return self.throttle_failure()
-            return self.throttle_success()
+            admitted = self._admit()
         except RedisError as exc:
             log.warning("rate limit not checked, the cache is unreachable: %s", exc)
             self.key = None
             return True
+        return True if admitted else self.throttle_failure()
 
-    def throttle_success(self) -> bool:
-        self._count()
-        return True
+    def _admit(self) -> bool:
+        """Whether the estimate is under the limit; the request is counted when it is, in the same
+        atomic round trip (concurrent requests cannot all see the last free place)."""
+        limit, period = self.window()
+        admitted, current, previous = self._counter().count_below(
+            self._window_key(0),
+            self._window_key(-1),
+            1 - (self.now % period) / period,  # the share of the previous window still inside the slide
+            limit,
+            2 * period,  # this window's count is the next one's previous
+            count=self.counts_requests,
+        )
+        self.counts = (current, previous)
+        return admitted
 
     def wait(self) -> float | None:
         """Seconds until the estimate falls below the limit (for Retry-After)."""
@@ -79,15 +87,12 @@ class _FailOpenThrottle(SimpleRateThrottle):
     def _window_key(self, offset: int) -> str:
         return f"{self.key}:{int(self.now // self.window()[1]) + offset}"
 
-    def _estimate(self) -> float:
-        period = self.window()[1]
-        current, previous = self.counts
-        return previous * (1 - (self.now % period) / period) + current
+    def _counter(self) -> SharedClientRedisCache:
+        return cast(SharedClientRedisCache, self.cache)  # settings.CACHES; DRF types it as any cache
 
     def _count(self) -> None:
         """Add this request to its window's count (kept for two periods: it is the next one's previous)."""
-        counter = cast(SharedClientRedisCache, self.cache)  # settings.CACHES; DRF types it as any cache
-        counter.count(self._window_key(0), 2 * self.window()[1])
+        self._counter().count(self._window_key(0), 2 * self.window()[1])
 
     def window(self) -> tuple[int, int]:
         """(requests allowed, in this many seconds)."""
@@ -118,8 +123,7 @@ class IntakeTokenThrottle(_FailOpenThrottle):
 class _FailureThrottle(_FailOpenThrottle):
     """Counts failed authentications only (`record_failure`): checking the limit is not an attempt."""
 
-    def throttle_success(self) -> bool:
-        return True
+    counts_requests = False
 
     def record_failure(self) -> None:
         """Count the failed attempt that `allow_request` was called for."""

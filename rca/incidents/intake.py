@@ -9,7 +9,7 @@ Called by the webhooks (Alertmanager v4, generic JSON) and by `manage.py import_
   (flapping alerts should not spawn an incident per flap);
 * when every alert of an incident has resolved, the incident is resolved;
 * each payload is ingested in one transaction; concurrent deliveries race on the database's unique
-  constraints (one active incident per group, one row per episode) and the loser retries.
+  constraints (one active incident per group, one row per episode) and the loser starts over.
 
 Opening or re-opening an incident calls `investigations.queue_investigation`.
 """
@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # the case loaders pull in pandas; webhooks need none of it
     from rca.telemetry.cases import CaseRef, RecordedCase
 
 REOPEN_WITHIN = timedelta(minutes=30)
-_RACE_RETRIES = 5  # each retry follows a concurrent commit, so a handful always suffices
+_RACE_RETRIES = 5  # each start-over follows a concurrent commit, so a handful always suffices
 # How severe each usual severity label is (Alertmanager and syslog conventions), to keep the highest.
 SEVERITY_RANK = {"info": 1, "low": 1, "warning": 2, "medium": 2, "error": 3, "high": 3, "critical": 4}
 
@@ -274,11 +274,27 @@ def label_fingerprint(labels: Mapping[str, str]) -> str:
 # --- the shared ingest path ----------------------------------------------------------------------
 
 
+# One instance of each payload serializer, its fields built once: DRF deep-copies every declared field
+# (and the alert serializer's, for the list) each time a serializer is made, most of validation's cost.
+# `run_validation` keeps nothing on the instance (it returns the data or raises), so threads share it.
+_VALIDATORS: dict[type[serializers.Serializer[Any]], serializers.Serializer[Any]] = {}
+
+
 def _validated(serializer_class: type[serializers.Serializer[Any]], payload: Any) -> dict[str, Any]:
-    serializer = serializer_class(data=payload)
-    if not serializer.is_valid():
-        raise IntakeError(_flatten_errors(serializer.errors))
-    return dict(serializer.validated_data)
+    validator = _VALIDATORS.get(serializer_class)
+    if validator is None:
+        validator = _VALIDATORS.setdefault(serializer_class, serializer_class())
+    try:
+        return dict(validator.run_validation(payload))
+    except serializers.ValidationError as exc:
+        raise IntakeError(_flatten_errors(_serializer_errors(exc.detail))) from None
+
+
+def _serializer_errors(detail: Any) -> Any:
+    """`detail` as `Serializer.errors` words it: a body of `null` is "No data provided", not a field."""
+    if isinstance(detail, list) and len(detail) == 1 and getattr(detail[0], "code", None) == "null":
+        return {api_settings.NON_FIELD_ERRORS_KEY: ["No data provided"]}
+    return detail
 
 
 def _flatten_errors(detail: Any, path: str = "") -> dict[str, str]:
@@ -321,22 +337,27 @@ def is_lock_conflict(exc: OperationalError) -> bool:
 
 
 def _ingest(specs: list[_AlertSpec]) -> IntakeResult:
-    """One delivery in one transaction, retried (ROOTLINE_INTAKE_LOCK_RETRIES times, with jittered
-    backoff) when it lost a lock conflict; the last conflict, or any other database failure, raises."""
+    """One delivery in one transaction, started over when it lost a race (a concurrent delivery
+    committed the group's incident or one of its alerts first: the database's unique constraints
+    refuse the second, and the new attempt reads what the first stored), and retried
+    (ROOTLINE_INTAKE_LOCK_RETRIES times, with jittered backoff) when it lost a lock conflict; the last
+    conflict, or any other database failure, raises."""
     retries = settings.ROOTLINE_RELIABILITY.intake_lock_retries
-    attempt = 0
+    locks = races = 0
     while True:
         try:
             return _ingest_once(specs)
+        except IntegrityError as exc:
+            # The whole transaction was rolled back (no savepoint per alert: each costs two
+            # statements, and a race is rare), so starting over is safe, in a caller's transaction too.
+            races += 1
+            if races > _RACE_RETRIES:
+                raise RuntimeError(f"gave up after {_RACE_RETRIES} concurrent-write retries") from exc
         except OperationalError as exc:
-            if (
-                attempt >= retries
-                or not is_lock_conflict(exc)
-                or transaction.get_connection().in_atomic_block
-            ):
+            if locks >= retries or not is_lock_conflict(exc) or transaction.get_connection().in_atomic_block:
                 raise  # (inside a caller's transaction a retry cannot start afresh)
-            time.sleep(_LOCK_BACKOFF_S * 2**attempt * (0.5 + random.random()))  # noqa: S311
-            attempt += 1
+            time.sleep(_LOCK_BACKOFF_S * 2**locks * (0.5 + random.random()))  # noqa: S311
+            locks += 1
 
 
 def _ingest_once(specs: list[_AlertSpec]) -> IntakeResult:
@@ -376,19 +397,15 @@ def _stored_alerts(specs: list[_AlertSpec]) -> dict[_AlertKey, Alert]:
         return {}
     found = Alert.objects.filter(
         source__in={s.source for s in specs}, fingerprint__in={s.fingerprint for s in specs}
-    )
+    ).order_by()  # into a dict: the model's ordering would only cost a sort
     return {(a.source, a.fingerprint, a.starts_at): a for a in found}
 
 
-def _ingest_one(spec: _AlertSpec, result: IntakeResult, batch: _Batch, bulk: bool = True) -> None:
-    joins = batch.locked.get((spec.source, spec.group_key))
-    if (
-        bulk
-        and spec.firing
-        and _key(spec) not in batch.stored
-        and joins is not None
-        and joins.status in Incident.ACTIVE
-    ):
+def _ingest_one(spec: _AlertSpec, result: IntakeResult, batch: _Batch) -> None:
+    group = (spec.source, spec.group_key)
+    joins = batch.locked.get(group)
+    existing = batch.stored.get(_key(spec))
+    if spec.firing and existing is None and joins is not None and joins.status in Incident.ACTIVE:
         # A new alert joining an incident this delivery holds locked (it stays active): the usual case
         # of a group's second and later alerts. Inserted with the others in one statement.
         alert = _new_alert(spec, joins)
@@ -396,40 +413,25 @@ def _ingest_one(spec: _AlertSpec, result: IntakeResult, batch: _Batch, bulk: boo
         batch.stored[_key(spec)] = alert  # a re-send of it later in the same delivery is a duplicate
         return
     _flush(batch, result)  # what follows may read or change the pending alerts' rows
-    for attempt in range(_RACE_RETRIES):
-        if attempt == 0:
-            existing = batch.stored.get(_key(spec))
-        else:  # after losing a race the prefetched view is stale: ask again
-            existing = Alert.objects.filter(
-                source=spec.source, fingerprint=spec.fingerprint, starts_at=spec.starts_at
-            ).first()
-        if existing is not None:
-            if not spec.firing:  # a resolution may resolve the incident through another row object
-                batch.locked.pop((spec.source, spec.group_key), None)
-            _apply_to_stored(existing, spec, result)
-            return
-        try:
-            # One savepoint for incident and alert: if the alert loses a race, no empty incident stays.
-            with transaction.atomic():
-                incident, how = _incident_for(spec, batch.locked.get((spec.source, spec.group_key)))
-                alert = _new_alert(spec, incident)
-                alert.save(force_insert=True)
-                _absorb(incident, spec)
-        except IntegrityError:
-            batch.locked.pop((spec.source, spec.group_key), None)  # rolled back with the savepoint
-            continue  # a concurrent delivery committed this group's incident or this alert first
-        # Committed to the delivery's transaction: the incident stays locked by it until the end.
-        batch.locked[(spec.source, spec.group_key)] = incident
-        batch.stored[_key(spec)] = alert
-        result.alerts_stored += 1
-        if how == "created":
-            result.created(incident)
-        else:
-            result.updated(incident)
-        if how in ("created", "reopened") and incident.status != Incident.Status.RESOLVED:
-            queue_investigation(incident)
+    if existing is not None:
+        if not spec.firing:  # a resolution may resolve the incident through another row object
+            batch.locked.pop(group, None)
+        _apply_to_stored(existing, spec, result)
         return
-    raise RuntimeError(f"alert {spec.fingerprint}: gave up after {_RACE_RETRIES} concurrent-write retries")
+    incident, how = _incident_for(spec, joins)
+    alert = _new_alert(spec, incident)
+    alert.save(force_insert=True)  # a concurrent delivery's copy of it: IntegrityError, start over
+    _absorb(incident, spec)
+    # Written in the delivery's transaction: the incident stays locked by it until the end.
+    batch.locked[group] = incident
+    batch.stored[_key(spec)] = alert
+    result.alerts_stored += 1
+    if how == "created":
+        result.created(incident)
+    else:
+        result.updated(incident)
+    if how in ("created", "reopened") and incident.status != Incident.Status.RESOLVED:
+        queue_investigation(incident)
 
 
 def _new_alert(spec: _AlertSpec, incident: Incident) -> Alert:
@@ -451,27 +453,18 @@ def _new_alert(spec: _AlertSpec, incident: Incident) -> Alert:
 
 
 def _flush(batch: _Batch, result: IntakeResult) -> None:
-    """Insert the pending alerts in one statement and fold them into their incidents. When one of them
-    lost a race (a concurrent delivery stored it first), nothing of the insert stays, and each goes the
-    one-alert-at-a-time way, which finds what the other delivery stored."""
+    """Insert the pending alerts in one statement and fold them into their incidents. (When one of
+    them lost a race, a concurrent delivery having stored it first, the delivery starts over.)"""
     pending, batch.pending = batch.pending, []
     if not pending:
         return
-    try:
-        with transaction.atomic():
-            Alert.objects.bulk_create([alert for _, alert in pending])
-            changed: dict[Incident, set[str]] = {}
-            for spec, alert in pending:
-                changed.setdefault(alert.incident, set()).update(_fold(alert.incident, spec))
-            for incident, fields in changed.items():
-                if fields:
-                    incident.save(update_fields=[*sorted(fields), "updated_at"])
-    except IntegrityError:
-        for spec, _ in pending:
-            batch.stored.pop(_key(spec), None)
-        for spec, _ in pending:
-            _ingest_one(spec, result, batch, bulk=False)
-        return
+    Alert.objects.bulk_create([alert for _, alert in pending])
+    changed: dict[Incident, set[str]] = {}
+    for spec, alert in pending:
+        changed.setdefault(alert.incident, set()).update(_fold(alert.incident, spec))
+    for incident, fields in changed.items():
+        if fields:
+            incident.save(update_fields=[*sorted(fields), "updated_at"])
     for _, alert in pending:
         result.alerts_stored += 1
         result.updated(alert.incident)
@@ -488,7 +481,8 @@ def _incident_for(
     if locked is not None and locked.status in Incident.ACTIVE:
         return locked, "joined"
     group = Incident.objects.select_for_update().filter(source=spec.source, group_key=spec.group_key)
-    active = group.filter(status__in=Incident.ACTIVE).first()
+    # One at most (a unique constraint): no ORDER BY, which `first()` would add.
+    active = next(iter(group.filter(status__in=Incident.ACTIVE).order_by()[:1]), None)
     if active is not None:
         return active, "joined"
     recent = (

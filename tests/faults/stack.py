@@ -201,7 +201,9 @@ class Stack:
         self.watch_until(lambda: bool(self.heartbeats("worker")), 90, "the worker's heartbeat")
         self.watch_until(lambda: bool(self.heartbeats("scheduler")), 90, "the scheduler's heartbeat")
         self.watch_until(lambda: bool(self.heartbeats("memory-worker")), 90, "the memory worker's heartbeat")
-        self.get("/login/")  # the web process's first request imports the views: not part of a measurement
+        # A first request compiles the templates and opens the connections: not part of a measurement.
+        # (The views are imported before gunicorn forks its workers, gunicorn.conf.py.)
+        self.get("/login/")
         return self
 
     def down(self) -> None:

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import copy
+import time
+from dataclasses import replace
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from pytest_django.fixtures import Settings
 from rest_framework.test import APIClient
 
 from rca.incidents.models import Alert, Incident, IntakeToken
@@ -123,6 +128,46 @@ def test_inactive_token_is_refused(am_token: IssuedToken) -> None:
     data = body(am_payload())
     assert post(AM, data, **bearer(am_token)).status_code == 401
     assert post(AM, data, **signed(am_token, data)).status_code == 401
+
+
+def token_lookups(data: bytes, issued: IssuedToken) -> tuple[int, int]:
+    """(status, queries on the token table) of one delivery with `issued`'s bearer token."""
+    with CaptureQueriesContext(connection) as queries:
+        status = post(AM, data, **bearer(issued)).status_code
+    return status, sum("incidents_intaketoken" in q["sql"] for q in queries.captured_queries)
+
+
+def test_a_verified_token_is_remembered_for_a_few_seconds(am_token: IssuedToken, settings: Settings) -> None:
+    """A storm does not look its token up per request; a token deactivated without `save()` (SQL, by
+    another web process) is refused once the process's memory of it expires."""
+    settings.ROOTLINE_RELIABILITY = replace(settings.ROOTLINE_RELIABILITY, intake_token_cache_s=1)
+    data = body(am_payload())
+    assert token_lookups(data, am_token) == (202, 1)
+    assert token_lookups(data, am_token) == (202, 0)  # remembered
+    IntakeToken.objects.filter(pk=am_token.record.pk).update(active=False)  # no signal
+    assert token_lookups(data, am_token) == (202, 0)  # within the bound
+    time.sleep(1.1)
+    assert token_lookups(data, am_token) == (401, 1)
+    assert token_lookups(data, am_token) == (401, 1)  # a refused token is never remembered
+
+
+def test_a_token_deactivated_with_save_is_refused_at_once(am_token: IssuedToken) -> None:
+    data = body(am_payload())
+    assert post(AM, data, **bearer(am_token)).status_code == 202  # remembered
+    record = IntakeToken.objects.get(pk=am_token.record.pk)
+    record.active = False
+    record.save()  # as the admin's deactivation does
+    assert post(AM, data, **bearer(am_token)).status_code == 401
+
+
+def test_without_the_token_memory_every_request_looks_the_token_up(
+    am_token: IssuedToken, settings: Settings
+) -> None:
+    settings.ROOTLINE_RELIABILITY = replace(settings.ROOTLINE_RELIABILITY, intake_token_cache_s=0)
+    data = body(am_payload())
+    assert token_lookups(data, am_token) == (202, 1)
+    IntakeToken.objects.filter(pk=am_token.record.pk).update(active=False)
+    assert token_lookups(data, am_token) == (401, 1)
 
 
 @pytest.mark.parametrize(

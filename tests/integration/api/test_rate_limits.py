@@ -176,10 +176,17 @@ def test_the_previous_windows_requests_count_for_the_share_still_inside_the_slid
     falls under it."""
     settings.ROOTLINE_INTAKE_RATE = "10/min"
     throttle = IntakeTokenThrottle()
+    throttle.key = "throttle_intake_token_sliding-window-test"
     throttle.now = 60 * 1000 + 15.0
-    throttle.counts = (2, 8)
-    assert throttle._estimate() == pytest.approx(8.0)
-    throttle.counts = (5, 8)  # 8 x 0.75 + 5 = 11 >= 10: the previous window must weigh < 5 / 8
+    this, last = throttle._window_key(0), throttle._window_key(-1)
+    cache.set_many({this: 2, last: 8})
+    assert throttle._admit()  # estimated 8 x 0.75 + 2 = 8 < 10: admitted, and counted
+    assert throttle.counts == (2, 8)
+    assert cache.get(this) == 3
+    cache.set(this, 5)
+    assert not throttle._admit()  # 8 x 0.75 + 5 = 11 >= 10: refused, not counted
+    assert cache.get(this) == 5
+    # The previous window must weigh < 5 / 8 for the estimate to fall under the limit.
     assert throttle.wait() == pytest.approx(60 * (1 - 5 / 8) - 15 + 1e-3)
     throttle.counts = (10, 0)  # this window alone is full: wait for the next
     assert throttle.wait() == pytest.approx(45.0)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import copy
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
 
+from rca.incidents import intake
 from rca.incidents.intake import IntakeError, ingest_alertmanager, ingest_generic, label_fingerprint
 from rca.incidents.models import Alert, AuditEvent, Incident
 from tests.integration.incidents.payloads import am_alert, am_payload, resolved
@@ -235,8 +237,17 @@ def test_missing_fingerprint_falls_back_to_a_stable_label_hash() -> None:
         ({**am_payload(), "version": "3"}, "version", "unsupported webhook version '3'"),
         (am_payload(am_alert(status="burning")), "alerts[0].status", "not a valid choice"),
         (["not", "an", "object"], "payload", "dictionary"),
+        (None, "payload", "No data provided"),
     ],
-    ids=["missing-alerts", "empty-alerts", "bad-startsAt", "wrong-version", "bad-status", "not-an-object"],
+    ids=[
+        "missing-alerts",
+        "empty-alerts",
+        "bad-startsAt",
+        "wrong-version",
+        "bad-status",
+        "not-an-object",
+        "null",
+    ],
 )
 def test_invalid_payloads_name_the_field(payload: object, field: str, words: str) -> None:
     with pytest.raises(IntakeError) as caught:
@@ -302,3 +313,35 @@ def test_generic_validation_names_the_field() -> None:
     with pytest.raises(IntakeError) as caught:
         ingest_generic({**payload, "source": "bad source!"})
     assert set(caught.value.errors) == {"external_id", "source"}
+
+
+def test_a_delivery_that_loses_a_race_starts_over_and_finds_what_the_winner_stored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A concurrent delivery stores the same alert between this one's read of the stored alerts and
+    its insert: the insert is refused, the whole delivery rolled back and ingested again, and the
+    alert counted as a duplicate (nothing stored twice, no empty incident left)."""
+    ingest_alertmanager(am_payload(am_alert("fp-raced")))
+    reads = []
+    real = intake._stored_alerts
+
+    def stale_once(specs: list[Any]) -> Any:
+        reads.append(len(specs))
+        return {} if len(reads) == 1 else real(specs)  # the first read predates the other commit
+
+    monkeypatch.setattr(intake, "_stored_alerts", stale_once)
+    result = ingest_alertmanager(am_payload(am_alert("fp-raced"), am_alert("fp-new")))
+
+    assert len(reads) == 2  # started over once
+    assert (result.alerts_stored, result.duplicates) == (1, 1)
+    assert sorted(Alert.objects.values_list("fingerprint", flat=True)) == ["fp-new", "fp-raced"]
+    assert Incident.objects.count() == 1
+
+
+def test_a_delivery_that_keeps_losing_gives_up_after_a_few_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    ingest_alertmanager(am_payload(am_alert("fp-raced")))
+    monkeypatch.setattr(intake, "_stored_alerts", lambda specs: {})  # never sees the stored alert
+
+    with pytest.raises(RuntimeError, match="gave up after 5 concurrent-write retries"):
+        ingest_alertmanager(am_payload(am_alert("fp-raced")))
+    assert Alert.objects.count() == 1

@@ -162,6 +162,7 @@ def test_reliability_and_security_settings(tmp_path: Path) -> None:
     cfg = load_config({**GOOD, "ROOTLINE_VAR_DIR": str(tmp_path)})
     assert cfg.reliability.health_timeout_s == 2.0
     assert cfg.reliability.health_processes is None  # derived from the installation
+    assert cfg.reliability.intake_token_cache_s == 5
     assert not cfg.security.session_cookie_secure
     assert cfg.security.hsts_seconds == 0
     tls = load_config(
@@ -174,6 +175,7 @@ def test_reliability_and_security_settings(tmp_path: Path) -> None:
             "ROOTLINE_HEALTH_PROCESSES": "worker, scheduler",
             "ROOTLINE_HEALTH_CACHE_S": "0",
             "ROOTLINE_API_TOKEN_FAILURE_RATE": "5/minute",
+            "ROOTLINE_INTAKE_TOKEN_CACHE_S": "0",
         }
     )
     assert tls.security.session_cookie_secure
@@ -182,6 +184,7 @@ def test_reliability_and_security_settings(tmp_path: Path) -> None:
     assert tls.reliability.health_processes == ("worker", "scheduler")
     assert tls.reliability.health_cache_s == 0.0
     assert tls.security.api_token_failure_rate == "5/min"
+    assert tls.reliability.intake_token_cache_s == 0
 
 
 @pytest.mark.parametrize(
@@ -191,6 +194,7 @@ def test_reliability_and_security_settings(tmp_path: Path) -> None:
         ("ROOTLINE_HEALTH_TIMEOUT_S", "0", "ROOTLINE_HEALTH_TIMEOUT_S='0' is not a positive number"),
         ("SECURE_HSTS_SECONDS", "a year", "SECURE_HSTS_SECONDS='a year' is not a whole number"),
         ("SESSION_COOKIE_SECURE", "maybe", "SESSION_COOKIE_SECURE='maybe' is not a boolean"),
+        ("ROOTLINE_INTAKE_TOKEN_CACHE_S", "1.5", "ROOTLINE_INTAKE_TOKEN_CACHE_S='1.5' is not a whole number"),
     ],
 )
 def test_bad_reliability_and_security_settings_name_the_variable(
