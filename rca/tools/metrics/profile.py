@@ -29,6 +29,7 @@ from rca.tools.metrics.analysis import (
     client_of,
     handed_over,
     inherited_z,
+    is_quantile,
     low_volume,
     median_of,
     requests_per_sample,
@@ -150,7 +151,7 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
             continue  # a success rate of 0 throughout is a collector that does not measure it
         family, direction = kind
         window = series.within(ctx.incident)
-        dev = deviation(base.values, window.values, direction, floor_for(family))
+        dev = deviation(base.values, window.values, direction, floor_for(family), is_quantile(series.name))
         if dev is None:
             continue
         if family is Family.MEMORY:
@@ -201,7 +202,13 @@ def _edge_waits(ctx: ToolContext, caller: str) -> dict[str, tuple[Deviation, Met
         base = bases.get((series.name, series.instance))
         if callee is None or base is None:
             continue
-        dev = deviation(base, series.within(ctx.incident).values, Direction.UP, floor_for(Family.LATENCY))
+        dev = deviation(
+            base,
+            series.within(ctx.incident).values,
+            Direction.UP,
+            floor_for(Family.LATENCY),
+            is_quantile(series.name),
+        )
         if dev is not None and (callee not in out or dev.z > out[callee][0].z):
             out[callee] = (dev, series.within(ctx.incident))
     ctx.cache[key] = out
@@ -260,7 +267,13 @@ def _client_wait(
     client, base = series_by_key.get(key), baselines.get(key)
     if client is None or base is None or client.unit != server.unit:
         return None
-    return deviation(base.values, client.within(ctx.incident).values, Direction.UP, floor_for(Family.LATENCY))
+    return deviation(
+        base.values,
+        client.within(ctx.incident).values,
+        Direction.UP,
+        floor_for(Family.LATENCY),
+        is_quantile(client.name),
+    )
 
 
 def silent(ctx: ToolContext, entity: str) -> FamilyFinding | None:
