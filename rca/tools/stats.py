@@ -4,6 +4,11 @@ A deviation is a robust z-score: how far the incident window sits from the basel
 of the baseline's spread (MAD scaled to a standard deviation, floored so a flat baseline does not
 turn noise into an infinite score). Direction matters: latency and CPU are bad when they go up,
 success rates when they go down.
+
+A value known only to an interval (a quantile read from histogram buckets is known to its bucket: where
+inside it lies is the reader's interpolation, not a measurement) cannot deviate by less than that
+interval's own uncertainty: the spread is also floored at the baseline's bucket resolution, the
+standard deviation of a value spread evenly over its bucket (width / sqrt(12)).
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ WINDOW_QUANTILE = 0.8
 BASELINE_CEILING = 0.95
 # Robust z-scores (and z-like scores) up to this are noise, in every tool and in seeding.
 KNEE = 3.0
+# The standard deviation of a value spread evenly over an interval is its width / sqrt(12) (the uniform
+# distribution's; quantisation noise): what a value known only to its histogram bucket is uncertain by.
+UNIFORM_SIGMA_PER_WIDTH = 1.0 / math.sqrt(12.0)
 
 
 class Family(StrEnum):
@@ -92,17 +100,35 @@ class Deviation:
         return (abs(self.observed - self.baseline) - abs(level - self.baseline)) / self.spread
 
 
+def resolution_spread(series: MetricSeries) -> float:
+    """The spread a series' values are uncertain by because they are known only to an interval (see the
+    module docstring): its median interval width times `UNIFORM_SIGMA_PER_WIDTH`; 0 for measured values."""
+    if series.resolution is None:
+        return 0.0
+    widths = series.resolution[np.isfinite(series.resolution) & np.isfinite(series.values)]
+    return float(np.median(widths)) * UNIFORM_SIGMA_PER_WIDTH if widths.size else 0.0
+
+
+def _spread(base: FloatArray, med: float, relative_floor: float, resolution: float) -> float:
+    mad = float(np.median(np.abs(base - med))) * MAD_TO_SIGMA
+    return max(mad, relative_floor * abs(med), resolution, 1e-9)
+
+
 def deviation(
-    baseline: FloatArray, window: FloatArray, direction: Direction, relative_floor: float = RELATIVE_FLOOR
+    baseline: FloatArray,
+    window: FloatArray,
+    direction: Direction,
+    relative_floor: float = RELATIVE_FLOOR,
+    resolution: float = 0.0,
 ) -> Deviation | None:
-    """Robust deviation of `window` from `baseline`; None when either has too few finite points."""
+    """Robust deviation of `window` from `baseline`; None when either has too few finite points.
+    `resolution` floors the spread at the baseline values' own uncertainty (`resolution_spread`)."""
     base = baseline[np.isfinite(baseline)]
     win = window[np.isfinite(window)]
     if base.size < 3 or win.size < 1:
         return None
     med = float(np.median(base))
-    mad = float(np.median(np.abs(base - med))) * MAD_TO_SIGMA
-    spread = max(mad, relative_floor * abs(med), 1e-9)
+    spread = _spread(base, med, relative_floor, resolution)
     high = float(np.quantile(win, WINDOW_QUANTILE))
     low = float(np.quantile(win, 1 - WINDOW_QUANTILE))
     ceiling = float(np.quantile(base, BASELINE_CEILING))
@@ -126,7 +152,11 @@ def deviation(
 
 
 def peak_z(
-    baseline: FloatArray, window: FloatArray, direction: Direction, relative_floor: float = RELATIVE_FLOOR
+    baseline: FloatArray,
+    window: FloatArray,
+    direction: Direction,
+    relative_floor: float = RELATIVE_FLOOR,
+    resolution: float = 0.0,
 ) -> float:
     """How far the window's single worst point lies beyond everything the baseline ever showed, in
     baseline spreads (0 when it stays within the baseline's range or either side is too short).
@@ -138,8 +168,7 @@ def peak_z(
     if base.size < 3 or win.size < 1:
         return 0.0
     med = float(np.median(base))
-    mad = float(np.median(np.abs(base - med))) * MAD_TO_SIGMA
-    spread = max(mad, relative_floor * abs(med), 1e-9)
+    spread = _spread(base, med, relative_floor, resolution)
     up = float(win.max()) - float(base.max())
     down = float(base.min()) - float(win.min())
     beyond = {Direction.UP: up, Direction.DOWN: down}.get(direction, max(up, down))

@@ -129,6 +129,11 @@ def test_a_histogram_is_read_as_quantiles_and_its_5xx_share(prom: Server, now: f
     assert np.nanmax(errors.values[quiet]) == 0.0  # no 5xx yet reads as a share of 0, not as missing
     assert np.nanmedian(errors.values[p99.timestamps > now - FAULT + 120]) == pytest.approx(0.2, abs=0.02)
     assert np.nanmedian(series["requests_per_second"].values) == pytest.approx(10.0, rel=0.05)
+    # each quantile point carries the width of the bucket it falls in, from the histogram's own bounds
+    assert p99.resolution is not None
+    assert series["requests_per_second"].resolution is None
+    assert np.nanmax(p99.resolution[quiet]) == pytest.approx(0.025 - 0.01)  # the (10, 25] ms bucket
+    assert np.nanmedian(p99.resolution[p99.timestamps > now - FAULT + 120]) == pytest.approx(2.5 - 1.0)
 
 
 def test_pods_map_to_their_workload_and_discovery_puts_conventions_first(prom: Server, now: float) -> None:

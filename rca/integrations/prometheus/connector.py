@@ -22,6 +22,7 @@ from rca.integrations.parsing import (
     regex_literal,
 )
 from rca.integrations.prometheus.signals import (
+    BOUNDS_LABEL,
     SIGNAL_LABEL,
     MetricType,
     Signal,
@@ -29,10 +30,11 @@ from rca.integrations.prometheus.signals import (
     metric_type,
     own_matchers,
     render,
+    render_bounds,
     selectors_of,
     signals_for,
 )
-from rca.telemetry.model import MetricSeries, TimeWindow
+from rca.telemetry.model import FloatArray, MetricSeries, TimeWindow
 
 # The labels that name a service, in order: OpenTelemetry's `service.name` (and `job`, which its
 # Prometheus exporters set to `service.namespace/service.name`), then Kubernetes' recommended
@@ -86,6 +88,18 @@ def pod_name_pattern(workload: str) -> str:
     `<statefulset>-<ordinal>`, `<daemonset or job>-<5>` (Kubernetes' generated-name convention)."""
     name = regex_literal(workload)
     return f"{name}-{SAFE}{{6,10}}-{SAFE}{{5}}|{name}-[0-9]+|{name}-{SAFE}{{5}}"
+
+
+def bucket_widths(values: FloatArray, bounds: Iterable[float]) -> FloatArray:
+    """The width of the histogram bucket each quantile value falls in, as `histogram_quantile()` reads
+    buckets: bucket k spans (bound k-1, bound k], the lowest one starts at 0 when its bound is positive,
+    and a quantile in the `+Inf` bucket is reported as the highest finite bound. NaN where the value is."""
+    finite = np.array(sorted({b for b in bounds if math.isfinite(b)}), dtype=np.float64)
+    if not finite.size:
+        return np.full(values.shape, np.nan)
+    lower = np.concatenate(([0.0 if finite[0] > 0 else finite[0]], finite[:-1]))
+    index = np.minimum(np.searchsorted(finite, values, side="left"), finite.size - 1)
+    return np.where(np.isfinite(values), (finite - lower)[index], np.nan)
 
 
 def status_data(client: HttpClient, body: Any, what: str) -> Any:
@@ -378,10 +392,30 @@ class PrometheusConnector:
         matchers = self.entity_matchers(entity, window)
         # At the scrape interval, the rate of each interval (see `signals`); coarser, the step's average.
         per = "irate" if step <= self.scrape_interval else "rate"
-        query = " or ".join(render(s, matchers, rate, entity, per) for s in chosen)
+        query = " or ".join(
+            [
+                *(render(s, matchers, rate, entity, per) for s in chosen),
+                *(render_bounds(s, matchers, entity) for s in chosen if s.buckets),
+            ]
+        )
         units = {s.name: s.unit for s in chosen}
-        series = self.query_range(query, window, step, entity=entity)
-        series = [replace(s, unit=units.get(s.name, s.unit)) for s in series]
+        series: list[MetricSeries] = []
+        bounds: dict[str, set[float]] = {}
+        with self.client.parsing("query_range"):
+            for item in self._matrix(query, window, step):
+                of = item["metric"].get(BOUNDS_LABEL)
+                if of is None:
+                    series.append(self._matrix_series(item, window, entity))
+                else:
+                    bounds.setdefault(of, set()).add(as_number(item["metric"].get("le"), "le"))
+        series = [
+            replace(
+                s,
+                unit=units.get(s.name, s.unit),
+                resolution=bucket_widths(s.values, bounds[s.name]) if s.name in bounds else None,
+            )
+            for s in series
+        ]
         return sorted(series, key=lambda s: (s.name, s.instance or ""))
 
     def _matrix_series(self, item: dict[str, Any], window: TimeWindow, entity: str | None) -> MetricSeries:
