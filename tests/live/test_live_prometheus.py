@@ -15,7 +15,8 @@ from rca.integrations.prometheus.connector import PrometheusConnector
 from rca.integrations.prometheus.signals import MetricType, metric_type, type_from_name
 from rca.investigation.engine import EngineConfig, investigate
 from rca.telemetry.live.source import LiveConfig, LiveSource
-from rca.telemetry.model import Alert, TimeWindow
+from rca.telemetry.model import Alert, Event, EventKind, Modality, TimeWindow
+from rca.telemetry.replay.conventions import write_rollouts
 from rca.telemetry.replay.openmetrics import Exposition, Family, Kind
 from rca.telemetry.replay.replay import backfill
 from rca.telemetry.replay.servers import Server
@@ -74,6 +75,11 @@ def cluster(now: float) -> Exposition:
     )
     graph = Family("traces_service_graph_request", Kind.COUNTER, "service graph requests")
     expo.add(graph, {"client": "frontend", "server": "checkout"}, times, np.full(times.size, requests))
+    labels = Family("kube_pod_labels", Kind.GAUGE, "pod labels")
+    expo.add(labels, {**pod, "label_app": "checkout"}, times, np.ones(times.size))
+    # checkout's ReplicaSet is a rollout made when the fault began (kube_replicaset_created)
+    rollout = Event(now - FAULT, "checkout", EventKind.DEPLOY, "rollout", reference="v2", instance=POD)
+    write_rollouts(expo, NAMESPACE, [rollout], 0.0, lambda t: times[times >= t])
     orders = Family("orders_processed", Kind.COUNTER, "orders")
     expo.add(orders, {"service_name": "checkout"}, times, np.full(times.size, 3.0 * STEP))
     return expo
@@ -210,3 +216,21 @@ def test_with_no_backend_or_none_reachable_nothing_was_examined(now: float) -> N
             assert states["loki"].startswith("unreachable") or states["loki"] == "configured"
         else:
             assert set(states.values()) == {"not configured"}
+
+
+def test_rollouts_come_from_kube_state_metrics_without_a_change_source(prom: Server, now: float) -> None:
+    """Without the Kubernetes API or GitHub, a ReplicaSet created inside the window is a rollout of the
+    service its pods serve (their `app` label), named by the ReplicaSet its pods' names carry."""
+    source = LiveSource(LiveConfig.from_mapping({"prometheus": {"url": prom.url}}), now=lambda: now)
+    assert Modality.CHANGES in source.modalities()
+    (event,) = source.events(TimeWindow(now - 2 * FAULT, now + 1))
+    assert (event.entity, event.kind, event.reference) == ("checkout", EventKind.DEPLOY, REPLICASET)
+    assert event.time == pytest.approx(now - FAULT, abs=STEP)
+    assert source.events(TimeWindow(now - 2 * FAULT, now + 1), "frontend") == []
+    assert source.events(TimeWindow(now - 2 * HOUR, now - 2 * FAULT)) == []  # created later
+    # With the Kubernetes API configured, it is the change source, not Prometheus.
+    k8s = {
+        "prometheus": {"url": prom.url},
+        "kubernetes": {"url": f"http://127.0.0.1:{free_port()}", "namespaces": [NAMESPACE]},
+    }
+    assert Modality.CHANGES not in LiveSource(LiveConfig.from_mapping(k8s), now=lambda: now).modalities()

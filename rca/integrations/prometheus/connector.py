@@ -34,7 +34,7 @@ from rca.integrations.prometheus.signals import (
     selectors_of,
     signals_for,
 )
-from rca.telemetry.model import FloatArray, MetricSeries, TimeWindow
+from rca.telemetry.model import Event, EventKind, FloatArray, MetricSeries, TimeWindow
 
 # The labels that name a service, in order: OpenTelemetry's `service.name` (and `job`, which its
 # Prometheus exporters set to `service.namespace/service.name`), then Kubernetes' recommended
@@ -47,6 +47,7 @@ DEFAULT_ENTITY_LABELS: tuple[str, ...] = ("service_name", "service", "job", "app
 # the tools' own look-ups; a runaway loop is stopped well before it loads a real Prometheus.
 MAX_QUERIES = 500
 SERVICE_GRAPH = "traces_service_graph_request_total"  # the service graph connector's request counter
+REPLICASET_CREATED = "kube_replicaset_created"  # kube-state-metrics: a ReplicaSet's creation, Unix time
 # How far back the scrape interval is measured (seconds): four samples even at a 5-minute scrape.
 SCRAPE_PROBE = 1200.0
 # How far back an alert's condition is traced (seconds), at Prometheus's default evaluation interval: the
@@ -309,6 +310,90 @@ class PrometheusConnector:
                 if client and server and calls > 0:
                     edges.append((client, server, calls))
             return sorted(edges)
+
+    # --- rollouts (kube-state-metrics) ---
+
+    def _vector(self, query: str, at: float, what: str) -> list[tuple[dict[str, str], float]]:
+        """An instant query's result: each series' labels and value."""
+        data = self._get("/api/v1/query", {"query": query, "time": f"{at:.3f}"}, what)
+        with self.client.parsing(what):
+            out = []
+            for item in as_list(as_dict(data, "data").get("result"), "result"):
+                labels = as_dict(as_dict(item, "series").get("metric"), "metric")
+                value = as_number(as_list(as_dict(item, "series").get("value"), "value")[1], "value")
+                out.append(({str(k): str(v) for k, v in labels.items()}, value))
+            return out
+
+    def has_rollouts(self, window: TimeWindow) -> bool:
+        """Whether Prometheus holds kube-state-metrics' ReplicaSet creation times (a change history)."""
+        query = f"count(last_over_time({REPLICASET_CREATED}[{max(window.seconds, 1.0):.0f}s]))"
+        return any(value > 0 for _, value in self._vector(query, window.end, "rollouts"))
+
+    def rollouts(self, window: TimeWindow, entity: str | None = None) -> list[Event]:
+        """The rollouts inside `window` as kube-state-metrics records them: a Deployment's rollout creates
+        a ReplicaSet, so each ReplicaSet created inside it (`kube_replicaset_created`, a Unix time) is a
+        DEPLOY event of the service its pods serve (their service label, `kube_pod_labels`), else of its
+        Deployment (`kube_replicaset_owner`, or the name less its pod-template hash). The reference is the
+        ReplicaSet, whose name its pods' names carry."""
+        span = f"[{max(window.seconds, 1.0):.0f}s]"
+        created = {
+            (labels.get("namespace", ""), labels["replicaset"]): value
+            for labels, value in self._vector(
+                f"max by (namespace, replicaset) (last_over_time({REPLICASET_CREATED}{span}))",
+                window.end,
+                "rollouts",
+            )
+            if "replicaset" in labels and window.contains(value)
+        }
+        if not created:
+            return []
+        sets = quote("|".join(regex_literal(rs) for _, rs in created))
+        owners = {
+            labels.get("replicaset", ""): labels.get("owner_name", "")
+            for labels, _ in self._vector(
+                f"last_over_time(kube_replicaset_owner{{replicaset=~{sets}}}{span})", window.end, "rollouts"
+            )
+        }
+        pods = {
+            labels.get("pod", ""): labels.get("owner_name", "")
+            for labels, _ in self._vector(
+                f'last_over_time(kube_pod_owner{{owner_kind="ReplicaSet", owner_name=~{sets}}}{span})',
+                window.end,
+                "rollouts",
+            )
+        }
+        served: dict[str, set[str]] = {}
+        if pods:
+            matcher = quote("|".join(regex_literal(p) for p in pods))
+            for labels, _ in self._vector(
+                f"last_over_time(kube_pod_labels{{pod=~{matcher}}}{span})", window.end, "rollouts"
+            ):
+                service = next(
+                    (labels[f"label_{k}"] for k in self.entity_labels if f"label_{k}" in labels), None
+                )
+                if service and labels.get("pod") in pods:
+                    served.setdefault(pods[labels["pod"]], set()).add(service)
+        events = []
+        for (namespace, rs), at in sorted(created.items(), key=lambda kv: (kv[1], kv[0])):
+            workload = owners.get(rs) or rs.rsplit("-", 1)[0]
+            services = sorted(served.get(rs, ())) or [workload]
+            for service in services:
+                if entity is None or service == entity:
+                    events.append(
+                        Event(
+                            time=at,
+                            entity=service,
+                            kind=EventKind.DEPLOY,
+                            message=f"{service}: ReplicaSet {rs} of {workload} created (a rollout)",
+                            reference=rs,
+                            attributes={
+                                "phase": "start",
+                                "namespace": namespace,
+                                "source": "kube-state-metrics",
+                            },
+                        )
+                    )
+        return events
 
     # --- the alert's condition ---
 

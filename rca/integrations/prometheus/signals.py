@@ -228,6 +228,7 @@ _COVERED = frozenset(
         "traces_service_graph_request_failed_total",
         "kube_pod_owner",
         "kube_replicaset_owner",
+        "kube_replicaset_created",
         "kube_pod_labels",
         "kube_pod_info",
         "ALERTS",
