@@ -109,6 +109,24 @@ def resolution_spread(series: MetricSeries) -> float:
     return float(np.median(widths)) * UNIFORM_SIGMA_PER_WIDTH if widths.size else 0.0
 
 
+def ratio_floor(series: MetricSeries) -> float:
+    """The spread floor of an error ratio (a failure share, bad when it rises): the success rate's,
+    `RATE_RELATIVE_FLOOR` of the success share it complements (1 - its median), so that the same failures
+    score alike read as a failure share or as a success rate; a relative floor on the ratio itself is
+    none at all when it sits at 0. 0 for any other series."""
+    if family_of(series.name) != (Family.ERRORS, Direction.UP) or series.unit != "1":
+        return 0.0
+    values = series.values[np.isfinite(series.values)]
+    share = 1.0 - float(np.median(values)) if values.size else math.nan
+    return RATE_RELATIVE_FLOOR * share if 0.0 <= share <= 1.0 else 0.0
+
+
+def reference_floor(series: MetricSeries) -> float:
+    """The least spread a deviation from the reference `series` is measured in, whatever its own MAD:
+    its values' resolution (`resolution_spread`) and an error ratio's floor (`ratio_floor`)."""
+    return max(resolution_spread(series), ratio_floor(series))
+
+
 def _spread(base: FloatArray, med: float, relative_floor: float, resolution: float) -> float:
     mad = float(np.median(np.abs(base - med))) * MAD_TO_SIGMA
     return max(mad, relative_floor * abs(med), resolution, 1e-9)
@@ -122,7 +140,7 @@ def deviation(
     resolution: float = 0.0,
 ) -> Deviation | None:
     """Robust deviation of `window` from `baseline`; None when either has too few finite points.
-    `resolution` floors the spread at the baseline values' own uncertainty (`resolution_spread`)."""
+    `resolution` floors the spread absolutely (the reference's `reference_floor`)."""
     base = baseline[np.isfinite(baseline)]
     win = window[np.isfinite(window)]
     if base.size < 3 or win.size < 1:

@@ -28,7 +28,7 @@ from rca.tools.changes.analysis import (
     split_instances,
 )
 from rca.tools.facts import ChangeFact, ChangeFacts
-from rca.tools.stats import Family, deviation, family_of, resolution_spread, squash
+from rca.tools.stats import Family, deviation, family_of, reference_floor, squash
 
 log = logging.getLogger(__name__)
 
@@ -83,9 +83,7 @@ def _service_level(
             continue
         family, direction = kind
         before = s.within(pre)
-        dev = deviation(
-            before.values, s.within(after).values, direction, resolution=resolution_spread(before)
-        )
+        dev = deviation(before.values, s.within(after).values, direction, resolution=reference_floor(before))
         if dev is None:
             continue
         result = FamilyCanary(family, s.name, None, dev, len(s.within(after)), 0, weight=BASELINE_ONLY_WEIGHT)

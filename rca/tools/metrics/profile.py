@@ -48,7 +48,7 @@ from rca.tools.stats import (
     family_of,
     floor_for,
     peak_z,
-    resolution_spread,
+    reference_floor,
 )
 from rca.tools.stats import WINDOW_QUANTILE as WINDOW_Q
 
@@ -93,7 +93,7 @@ def symptom_quiet_before_onset(ctx: ToolContext) -> bool:
             base = bases.get((s.name, s.instance))
             if s.name != ctx.alert.metric or base is None:
                 continue
-            floor, resolution = floor_for(kind[0]), resolution_spread(base)
+            floor, resolution = floor_for(kind[0]), reference_floor(base)
             before = deviation(base.values, median_of(s.within(pre).values), kind[1], floor, resolution)
             since = deviation(base.values, s.within(after).values, kind[1], floor, resolution)
             if before is not None and since is not None and before.z < KNEE and since.z >= CLEAR * KNEE:
@@ -151,7 +151,7 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
             continue  # a success rate of 0 throughout is a collector that does not measure it
         family, direction = kind
         window = series.within(ctx.incident)
-        resolution = resolution_spread(base)
+        resolution = reference_floor(base)
         dev = deviation(base.values, window.values, direction, floor_for(family), resolution)
         if dev is None:
             continue
@@ -208,7 +208,7 @@ def _edge_waits(ctx: ToolContext, caller: str) -> dict[str, tuple[Deviation, Met
             series.within(ctx.incident).values,
             Direction.UP,
             floor_for(Family.LATENCY),
-            resolution_spread(base),
+            reference_floor(base),
         )
         if dev is not None and (callee not in out or dev.z > out[callee][0].z):
             out[callee] = (dev, series.within(ctx.incident))
@@ -273,7 +273,7 @@ def _client_wait(
         client.within(ctx.incident).values,
         Direction.UP,
         floor_for(Family.LATENCY),
-        resolution_spread(base),
+        reference_floor(base),
     )
 
 
@@ -319,7 +319,7 @@ def short_reference_z(ctx: ToolContext, entity: str, family: Family) -> float:
             # Flat at zero before onset (no traffic yet), the relative floor is taken on the level after
             # it, so that a series starting from nothing ranks as a large move, not an infinite one.
             scale = max(abs(level), abs(float(np.median(after))))
-            resolution = resolution_spread(series.within(pre))
+            resolution = reference_floor(series.within(pre))
             spread = max(float(np.ptp(ref)), floor_for(fam) * scale, resolution, 1e-9)
             high, low = float(np.quantile(after, WINDOW_Q)), float(np.quantile(after, 1 - WINDOW_Q))
             moved = {Direction.UP: high - level, Direction.DOWN: level - low}.get(

@@ -21,7 +21,18 @@ from rca.tools.metrics.analysis import (
 from rca.tools.metrics.profile import metric_profile, own_z, short_reference_z, silent, spans_disown
 from rca.tools.metrics.seeding import kind_hint
 from rca.tools.metrics.tool import MetricsTool
-from rca.tools.stats import CONTESTED, DOMINANCE, KNEE, Family, deviation, resolution_spread
+from rca.tools.stats import (
+    CONTESTED,
+    DOMINANCE,
+    KNEE,
+    RATE_RELATIVE_FLOOR,
+    Family,
+    deviation,
+    floor_for,
+    ratio_floor,
+    reference_floor,
+    resolution_spread,
+)
 from rca.tools.traces.profile import analyse as analyse_traces
 from tests.unit.tools import ONSET, FakeSource, context
 from tests.unit.tools.test_traces import _source  # back's own time rises; front waits on it
@@ -389,3 +400,27 @@ def test_the_resolution_spread_is_the_baselines_median_bucket_width_over_sqrt_12
     assert spread == pytest.approx(0.04 / np.sqrt(12.0))  # the NaN point's width does not count
     assert deviation(np.array([0.02, 0.021, 0.02]), np.array([0.045]), Direction.UP).z > KNEE
     assert deviation(np.array([0.02, 0.021, 0.02]), np.array([0.045]), Direction.UP, 0.02, spread).z < KNEE
+
+
+def test_an_error_ratio_at_zero_scores_as_the_success_rate_it_complements() -> None:
+    """1.6 % of requests failing after none did: read as a success rate (100 -> 98.4 %) its spread is
+    floored at 0.2 % of the success level; read as a failure share (0 -> 0.016) a floor relative to 0 is
+    none, and the z was millions. The failure share's floor is the same share of its complement."""
+    t = np.arange(6.0)
+    ratio = MetricSeries("svc", "error_ratio", "1", t, np.zeros(6))
+    rate = MetricSeries("svc", "success_rate", "%", t, np.full(6, 100.0))
+    assert ratio_floor(ratio) == pytest.approx(RATE_RELATIVE_FLOOR)
+    assert ratio_floor(rate) == 0.0  # a success rate's floor is its own relative one
+    assert ratio_floor(MetricSeries("svc", "error_count", "1/s", t, np.zeros(6))) == 0.0  # no share
+    as_ratio = deviation(
+        ratio.values, np.array([0.016]), Direction.UP, floor_for(Family.ERRORS), reference_floor(ratio)
+    )
+    as_rate = deviation(
+        rate.values, np.array([98.4]), Direction.DOWN, floor_for(Family.ERRORS), reference_floor(rate)
+    )
+    assert as_ratio is not None
+    assert as_rate is not None
+    assert as_ratio.z == pytest.approx(as_rate.z) == pytest.approx(8.0)
+    unfloored = deviation(ratio.values, np.array([0.016]), Direction.UP, floor_for(Family.ERRORS))
+    assert unfloored is not None
+    assert unfloored.z > 1e6
