@@ -144,7 +144,7 @@ class PrometheusConnector:
         self.entity_labels = tuple(entity_labels)
         self.max_points = max_points  # per series; Prometheus itself refuses more than 11,000
         self.min_step = min_step  # None: the scrape interval (finer steps only repeat samples)
-        # Bound on the signals of one entity: the conventions (at most 21) and the most relevant rest.
+        # Bound on the signals of one entity: the conventions (at most 15) and the most relevant rest.
         self.max_signals = max_signals
         self.max_queries = max_queries
         # Prometheus's (and the kube-prometheus stack's) default scrape interval, until one is measured.

@@ -166,16 +166,6 @@ CONVENTIONS: tuple[Signal, ...] = (
         "traces_span_metrics_duration_milliseconds_bucket",
         'span_kind="SPAN_KIND_SERVER"',
     ),
-    # The entity's own calls out (its client spans): what of its server spans' time it spent waiting on
-    # its callees, the metrics' span self-time (`client_` twin of `span_latency_p99`, same unit).
-    _quantile_signal(
-        "client_span_latency_p99",
-        "traces_span_metrics_duration_milliseconds",
-        0.99,
-        "ms",
-        "traces_span_metrics_duration_milliseconds_bucket",
-        'span_kind="SPAN_KIND_CLIENT"',
-    ),
     Signal(
         "span_error_ratio",
         _ratio("traces_span_metrics_calls_total", 'status_code="STATUS_CODE_ERROR"'),

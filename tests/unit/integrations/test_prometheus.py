@@ -12,10 +12,7 @@ import respx
 
 from rca.integrations.http import BackendError
 from rca.integrations.prometheus.connector import PrometheusConnector, bucket_widths, unit_from_name
-from rca.integrations.prometheus.signals import signals_for
-from rca.telemetry.model import Direction, TimeWindow
-from rca.tools.metrics.analysis import client_of
-from rca.tools.stats import Family, family_of
+from rca.telemetry.model import TimeWindow
 
 from .recorded import WINDOW, reply
 
@@ -154,17 +151,6 @@ def test_each_quantile_point_carries_its_buckets_width_from_the_same_query(prom:
     assert set(series) == {"latency_p99", "requests_per_second"}  # the bounds are no series
     assert series["latency_p99"].resolution.tolist() == pytest.approx([0.04, 0.25])
     assert series["requests_per_second"].resolution is None  # a rate is measured as it is
-
-
-def test_span_metrics_give_the_server_spans_latency_and_the_client_spans_wait_as_its_twin() -> None:
-    """The span-metrics connector times an entity's server spans and its calls out (client spans): the
-    second is the `client_` twin the metrics tool subtracts as waiting (the metrics' span self-time)."""
-    found = {s.name: s for s in signals_for({"traces_span_metrics_duration_milliseconds_bucket"}, {})}
-    server, client = found["span_latency_p99"], found[client_of("span_latency_p99")]
-    assert 'span_kind="SPAN_KIND_SERVER"' in server.expr
-    assert 'span_kind="SPAN_KIND_CLIENT"' in client.expr
-    assert server.unit == client.unit == "ms"
-    assert family_of(client.name) == (Family.DOWNSTREAM, Direction.UP)  # a wait, never the entity's own
 
 
 def test_a_coarser_step_reads_each_steps_average_rate(prom: PrometheusConnector) -> None:
