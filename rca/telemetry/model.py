@@ -217,6 +217,9 @@ class MetricSeries:
     timestamps: FloatArray
     values: FloatArray
     instance: str | None = None  # pod or service.instance.id
+    # Per point, the width of the interval the value is only known to lie in (a quantile read from a
+    # histogram: the bucket it falls in); None when the values are measured as they are.
+    resolution: FloatArray | None = None
 
     def __len__(self) -> int:
         return int(self.timestamps.shape[0])
@@ -225,7 +228,13 @@ class MetricSeries:
         """The points inside `window`."""
         mask = (self.timestamps >= window.start) & (self.timestamps < window.end)
         return MetricSeries(
-            self.entity, self.name, self.unit, self.timestamps[mask], self.values[mask], self.instance
+            self.entity,
+            self.name,
+            self.unit,
+            self.timestamps[mask],
+            self.values[mask],
+            self.instance,
+            None if self.resolution is None else self.resolution[mask],
         )
 
 

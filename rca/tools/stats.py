@@ -4,6 +4,11 @@ A deviation is a robust z-score: how far the incident window sits from the basel
 of the baseline's spread (MAD scaled to a standard deviation, floored so a flat baseline does not
 turn noise into an infinite score). Direction matters: latency and CPU are bad when they go up,
 success rates when they go down.
+
+A value known only to an interval (a quantile read from histogram buckets is known to its bucket: where
+inside it lies is the reader's interpolation, not a measurement) cannot deviate by less than that
+interval's own uncertainty: the spread is also floored at the baseline's bucket resolution, the
+standard deviation of a value spread evenly over its bucket (width / sqrt(12)).
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ KNEE = 3.0
 DISCOVERY_SIGMA = 5.0
 # Where a Gaussian's `WINDOW_QUANTILE` lies, in sigmas above its median (0.84): a tail spread's unit.
 _WINDOW_SIGMAS = float(NormalDist().inv_cdf(WINDOW_QUANTILE))
+# The standard deviation of a value spread evenly over an interval is its width / sqrt(12) (the uniform
+# distribution's; quantisation noise): what a value known only to its histogram bucket is uncertain by.
+UNIFORM_SIGMA_PER_WIDTH = 1.0 / math.sqrt(12.0)
 
 
 class Family(StrEnum):
@@ -110,14 +118,49 @@ def _tail_spread(base: FloatArray, med: float, direction: Direction) -> float:
     return max(0.0, high, low)
 
 
+def resolution_spread(series: MetricSeries) -> float:
+    """The spread a series' values are uncertain by because they are known only to an interval (see the
+    module docstring): its median interval width times `UNIFORM_SIGMA_PER_WIDTH`; 0 for measured values."""
+    if series.resolution is None:
+        return 0.0
+    widths = series.resolution[np.isfinite(series.resolution) & np.isfinite(series.values)]
+    return float(np.median(widths)) * UNIFORM_SIGMA_PER_WIDTH if widths.size else 0.0
+
+
+def ratio_floor(series: MetricSeries) -> float:
+    """The spread floor of an error ratio (a failure share, bad when it rises): the success rate's,
+    `RATE_RELATIVE_FLOOR` of the success share it complements (1 - its median), so that the same failures
+    score alike read as a failure share or as a success rate; a relative floor on the ratio itself is
+    none at all when it sits at 0. 0 for any other series."""
+    if family_of(series.name) != (Family.ERRORS, Direction.UP) or series.unit != "1":
+        return 0.0
+    values = series.values[np.isfinite(series.values)]
+    share = 1.0 - float(np.median(values)) if values.size else math.nan
+    return RATE_RELATIVE_FLOOR * share if 0.0 <= share <= 1.0 else 0.0
+
+
+def reference_floor(series: MetricSeries) -> float:
+    """The least spread a deviation from the reference `series` is measured in, whatever its own MAD:
+    its values' resolution (`resolution_spread`) and an error ratio's floor (`ratio_floor`)."""
+    return max(resolution_spread(series), ratio_floor(series))
+
+
+def _spread(base: FloatArray, med: float, relative_floor: float, resolution: float) -> float:
+    mad = float(np.median(np.abs(base - med))) * MAD_TO_SIGMA
+    return max(mad, relative_floor * abs(med), resolution, 1e-9)
+
+
 def deviation(
     baseline: FloatArray,
     window: FloatArray,
     direction: Direction,
     relative_floor: float = RELATIVE_FLOOR,
+    resolution: float = 0.0,
     tail: bool = False,
 ) -> Deviation | None:
     """Robust deviation of `window` from `baseline`; None when either has too few finite points.
+
+    `resolution` floors the spread absolutely (the reference's `reference_floor`).
 
     `tail`: the series is a latency quantile read off histogram buckets. Such a quantile sits at one
     bucket's edge most of the time and spills into the next buckets now and then: two modes, of which
@@ -129,8 +172,9 @@ def deviation(
     if base.size < 3 or win.size < 1:
         return None
     med = float(np.median(base))
-    mad = float(np.median(np.abs(base - med))) * MAD_TO_SIGMA
-    spread = max(mad, _tail_spread(base, med, direction) if tail else 0.0, relative_floor * abs(med), 1e-9)
+    spread = max(
+        _spread(base, med, relative_floor, resolution), _tail_spread(base, med, direction) if tail else 0.0
+    )
     # Both quantiles of a side in one call (the same values as one call each, at half the cost).
     high, low = (float(v) for v in np.quantile(win, [WINDOW_QUANTILE, 1 - WINDOW_QUANTILE]))
     ceiling, floor = (float(v) for v in np.quantile(base, [BASELINE_CEILING, 1 - BASELINE_CEILING]))
@@ -153,7 +197,11 @@ def deviation(
 
 
 def peak_z(
-    baseline: FloatArray, window: FloatArray, direction: Direction, relative_floor: float = RELATIVE_FLOOR
+    baseline: FloatArray,
+    window: FloatArray,
+    direction: Direction,
+    relative_floor: float = RELATIVE_FLOOR,
+    resolution: float = 0.0,
 ) -> float:
     """How far the window's single worst point lies beyond everything the baseline ever showed, in
     baseline spreads (0 when it stays within the baseline's range or either side is too short).
@@ -165,8 +213,7 @@ def peak_z(
     if base.size < 3 or win.size < 1:
         return 0.0
     med = float(np.median(base))
-    mad = float(np.median(np.abs(base - med))) * MAD_TO_SIGMA
-    spread = max(mad, relative_floor * abs(med), 1e-9)
+    spread = _spread(base, med, relative_floor, resolution)
     up = float(win.max()) - float(base.max())
     down = float(base.min()) - float(win.min())
     beyond = {Direction.UP: up, Direction.DOWN: down}.get(direction, max(up, down))

@@ -15,7 +15,8 @@ from rca.integrations.prometheus.connector import PrometheusConnector
 from rca.integrations.prometheus.signals import MetricType, metric_type, type_from_name
 from rca.investigation.engine import EngineConfig, investigate
 from rca.telemetry.live.source import LiveConfig, LiveSource
-from rca.telemetry.model import Alert, TimeWindow
+from rca.telemetry.model import Alert, Event, EventKind, Modality, TimeWindow
+from rca.telemetry.replay.conventions import write_rollouts
 from rca.telemetry.replay.openmetrics import Exposition, Family, Kind
 from rca.telemetry.replay.replay import backfill
 from rca.telemetry.replay.servers import Server
@@ -74,6 +75,11 @@ def cluster(now: float) -> Exposition:
     )
     graph = Family("traces_service_graph_request", Kind.COUNTER, "service graph requests")
     expo.add(graph, {"client": "frontend", "server": "checkout"}, times, np.full(times.size, requests))
+    labels = Family("kube_pod_labels", Kind.GAUGE, "pod labels")
+    expo.add(labels, {**pod, "label_app": "checkout"}, times, np.ones(times.size))
+    # checkout's ReplicaSet is a rollout made when the fault began (kube_replicaset_created)
+    rollout = Event(now - FAULT, "checkout", EventKind.DEPLOY, "rollout", reference="v2", instance=POD)
+    write_rollouts(expo, NAMESPACE, [rollout], 0.0, lambda t: times[times >= t])
     orders = Family("orders_processed", Kind.COUNTER, "orders")
     expo.add(orders, {"service_name": "checkout"}, times, np.full(times.size, 3.0 * STEP))
     return expo
@@ -129,6 +135,11 @@ def test_a_histogram_is_read_as_quantiles_and_its_5xx_share(prom: Server, now: f
     assert np.nanmax(errors.values[quiet]) == 0.0  # no 5xx yet reads as a share of 0, not as missing
     assert np.nanmedian(errors.values[p99.timestamps > now - FAULT + 120]) == pytest.approx(0.2, abs=0.02)
     assert np.nanmedian(series["requests_per_second"].values) == pytest.approx(10.0, rel=0.05)
+    # each quantile point carries the width of the bucket it falls in, from the histogram's own bounds
+    assert p99.resolution is not None
+    assert series["requests_per_second"].resolution is None
+    assert np.nanmax(p99.resolution[quiet]) == pytest.approx(0.025 - 0.01)  # the (10, 25] ms bucket
+    assert np.nanmedian(p99.resolution[p99.timestamps > now - FAULT + 120]) == pytest.approx(2.5 - 1.0)
 
 
 def test_pods_map_to_their_workload_and_discovery_puts_conventions_first(prom: Server, now: float) -> None:
@@ -205,3 +216,21 @@ def test_with_no_backend_or_none_reachable_nothing_was_examined(now: float) -> N
             assert states["loki"].startswith("unreachable") or states["loki"] == "configured"
         else:
             assert set(states.values()) == {"not configured"}
+
+
+def test_rollouts_come_from_kube_state_metrics_without_a_change_source(prom: Server, now: float) -> None:
+    """Without the Kubernetes API or GitHub, a ReplicaSet created inside the window is a rollout of the
+    service its pods serve (their `app` label), named by the ReplicaSet its pods' names carry."""
+    source = LiveSource(LiveConfig.from_mapping({"prometheus": {"url": prom.url}}), now=lambda: now)
+    assert Modality.CHANGES in source.modalities()
+    (event,) = source.events(TimeWindow(now - 2 * FAULT, now + 1))
+    assert (event.entity, event.kind, event.reference) == ("checkout", EventKind.DEPLOY, REPLICASET)
+    assert event.time == pytest.approx(now - FAULT, abs=STEP)
+    assert source.events(TimeWindow(now - 2 * FAULT, now + 1), "frontend") == []
+    assert source.events(TimeWindow(now - 2 * HOUR, now - 2 * FAULT)) == []  # created later
+    # With the Kubernetes API configured, it is the change source, not Prometheus.
+    k8s = {
+        "prometheus": {"url": prom.url},
+        "kubernetes": {"url": f"http://127.0.0.1:{free_port()}", "namespaces": [NAMESPACE]},
+    }
+    assert Modality.CHANGES not in LiveSource(LiveConfig.from_mapping(k8s), now=lambda: now).modalities()

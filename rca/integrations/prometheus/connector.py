@@ -22,6 +22,7 @@ from rca.integrations.parsing import (
     regex_literal,
 )
 from rca.integrations.prometheus.signals import (
+    BOUNDS_LABEL,
     SIGNAL_LABEL,
     MetricType,
     Signal,
@@ -29,10 +30,11 @@ from rca.integrations.prometheus.signals import (
     metric_type,
     own_matchers,
     render,
+    render_bounds,
     selectors_of,
     signals_for,
 )
-from rca.telemetry.model import MetricSeries, TimeWindow
+from rca.telemetry.model import Event, EventKind, FloatArray, MetricSeries, TimeWindow
 
 # The labels that name a service, in order: OpenTelemetry's `service.name` (and `job`, which its
 # Prometheus exporters set to `service.namespace/service.name`), then Kubernetes' recommended
@@ -45,6 +47,7 @@ DEFAULT_ENTITY_LABELS: tuple[str, ...] = ("service_name", "service", "job", "app
 # the tools' own look-ups; a runaway loop is stopped well before it loads a real Prometheus.
 MAX_QUERIES = 500
 SERVICE_GRAPH = "traces_service_graph_request_total"  # the service graph connector's request counter
+REPLICASET_CREATED = "kube_replicaset_created"  # kube-state-metrics: a ReplicaSet's creation, Unix time
 # How far back the scrape interval is measured (seconds): four samples even at a 5-minute scrape.
 SCRAPE_PROBE = 1200.0
 # How far back an alert's condition is traced (seconds), at Prometheus's default evaluation interval: the
@@ -86,6 +89,18 @@ def pod_name_pattern(workload: str) -> str:
     `<statefulset>-<ordinal>`, `<daemonset or job>-<5>` (Kubernetes' generated-name convention)."""
     name = regex_literal(workload)
     return f"{name}-{SAFE}{{6,10}}-{SAFE}{{5}}|{name}-[0-9]+|{name}-{SAFE}{{5}}"
+
+
+def bucket_widths(values: FloatArray, bounds: Iterable[float]) -> FloatArray:
+    """The width of the histogram bucket each quantile value falls in, as `histogram_quantile()` reads
+    buckets: bucket k spans (bound k-1, bound k], the lowest one starts at 0 when its bound is positive,
+    and a quantile in the `+Inf` bucket is reported as the highest finite bound. NaN where the value is."""
+    finite = np.array(sorted({b for b in bounds if math.isfinite(b)}), dtype=np.float64)
+    if not finite.size:
+        return np.full(values.shape, np.nan)
+    lower = np.concatenate(([0.0 if finite[0] > 0 else finite[0]], finite[:-1]))
+    index = np.minimum(np.searchsorted(finite, values, side="left"), finite.size - 1)
+    return np.where(np.isfinite(values), (finite - lower)[index], np.nan)
 
 
 def status_data(client: HttpClient, body: Any, what: str) -> Any:
@@ -296,6 +311,90 @@ class PrometheusConnector:
                     edges.append((client, server, calls))
             return sorted(edges)
 
+    # --- rollouts (kube-state-metrics) ---
+
+    def _vector(self, query: str, at: float, what: str) -> list[tuple[dict[str, str], float]]:
+        """An instant query's result: each series' labels and value."""
+        data = self._get("/api/v1/query", {"query": query, "time": f"{at:.3f}"}, what)
+        with self.client.parsing(what):
+            out = []
+            for item in as_list(as_dict(data, "data").get("result"), "result"):
+                labels = as_dict(as_dict(item, "series").get("metric"), "metric")
+                value = as_number(as_list(as_dict(item, "series").get("value"), "value")[1], "value")
+                out.append(({str(k): str(v) for k, v in labels.items()}, value))
+            return out
+
+    def has_rollouts(self, window: TimeWindow) -> bool:
+        """Whether Prometheus holds kube-state-metrics' ReplicaSet creation times (a change history)."""
+        query = f"count(last_over_time({REPLICASET_CREATED}[{max(window.seconds, 1.0):.0f}s]))"
+        return any(value > 0 for _, value in self._vector(query, window.end, "rollouts"))
+
+    def rollouts(self, window: TimeWindow, entity: str | None = None) -> list[Event]:
+        """The rollouts inside `window` as kube-state-metrics records them: a Deployment's rollout creates
+        a ReplicaSet, so each ReplicaSet created inside it (`kube_replicaset_created`, a Unix time) is a
+        DEPLOY event of the service its pods serve (their service label, `kube_pod_labels`), else of its
+        Deployment (`kube_replicaset_owner`, or the name less its pod-template hash). The reference is the
+        ReplicaSet, whose name its pods' names carry."""
+        span = f"[{max(window.seconds, 1.0):.0f}s]"
+        created = {
+            (labels.get("namespace", ""), labels["replicaset"]): value
+            for labels, value in self._vector(
+                f"max by (namespace, replicaset) (last_over_time({REPLICASET_CREATED}{span}))",
+                window.end,
+                "rollouts",
+            )
+            if "replicaset" in labels and window.contains(value)
+        }
+        if not created:
+            return []
+        sets = quote("|".join(regex_literal(rs) for _, rs in created))
+        owners = {
+            labels.get("replicaset", ""): labels.get("owner_name", "")
+            for labels, _ in self._vector(
+                f"last_over_time(kube_replicaset_owner{{replicaset=~{sets}}}{span})", window.end, "rollouts"
+            )
+        }
+        pods = {
+            labels.get("pod", ""): labels.get("owner_name", "")
+            for labels, _ in self._vector(
+                f'last_over_time(kube_pod_owner{{owner_kind="ReplicaSet", owner_name=~{sets}}}{span})',
+                window.end,
+                "rollouts",
+            )
+        }
+        served: dict[str, set[str]] = {}
+        if pods:
+            matcher = quote("|".join(regex_literal(p) for p in pods))
+            for labels, _ in self._vector(
+                f"last_over_time(kube_pod_labels{{pod=~{matcher}}}{span})", window.end, "rollouts"
+            ):
+                service = next(
+                    (labels[f"label_{k}"] for k in self.entity_labels if f"label_{k}" in labels), None
+                )
+                if service and labels.get("pod") in pods:
+                    served.setdefault(pods[labels["pod"]], set()).add(service)
+        events = []
+        for (namespace, rs), at in sorted(created.items(), key=lambda kv: (kv[1], kv[0])):
+            workload = owners.get(rs) or rs.rsplit("-", 1)[0]
+            services = sorted(served.get(rs, ())) or [workload]
+            for service in services:
+                if entity is None or service == entity:
+                    events.append(
+                        Event(
+                            time=at,
+                            entity=service,
+                            kind=EventKind.DEPLOY,
+                            message=f"{service}: ReplicaSet {rs} of {workload} created (a rollout)",
+                            reference=rs,
+                            attributes={
+                                "phase": "start",
+                                "namespace": namespace,
+                                "source": "kube-state-metrics",
+                            },
+                        )
+                    )
+        return events
+
     # --- the alert's condition ---
 
     def condition_since(self, expr: str, labels: Mapping[str, str], at: float) -> float | None:
@@ -378,10 +477,30 @@ class PrometheusConnector:
         matchers = self.entity_matchers(entity, window)
         # At the scrape interval, the rate of each interval (see `signals`); coarser, the step's average.
         per = "irate" if step <= self.scrape_interval else "rate"
-        query = " or ".join(render(s, matchers, rate, entity, per) for s in chosen)
+        query = " or ".join(
+            [
+                *(render(s, matchers, rate, entity, per) for s in chosen),
+                *(render_bounds(s, matchers, entity) for s in chosen if s.buckets),
+            ]
+        )
         units = {s.name: s.unit for s in chosen}
-        series = self.query_range(query, window, step, entity=entity)
-        series = [replace(s, unit=units.get(s.name, s.unit)) for s in series]
+        series: list[MetricSeries] = []
+        bounds: dict[str, set[float]] = {}
+        with self.client.parsing("query_range"):
+            for item in self._matrix(query, window, step):
+                of = item["metric"].get(BOUNDS_LABEL)
+                if of is None:
+                    series.append(self._matrix_series(item, window, entity))
+                else:
+                    bounds.setdefault(of, set()).add(as_number(item["metric"].get("le"), "le"))
+        series = [
+            replace(
+                s,
+                unit=units.get(s.name, s.unit),
+                resolution=bucket_widths(s.values, bounds[s.name]) if s.name in bounds else None,
+            )
+            for s in series
+        ]
         return sorted(series, key=lambda s: (s.name, s.instance or ""))
 
     def _matrix_series(self, item: dict[str, Any], window: TimeWindow, entity: str | None) -> MetricSeries:

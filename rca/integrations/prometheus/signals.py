@@ -16,6 +16,10 @@ then every other metric of the entity, derived by its type. Each signal's expres
 entity's label matchers go, `{per}` the rate function and `{rate}` its range; a signal whose series name
 the entity by a label of their own (the service graph's `server`: the calls the entity serves, as its
 callers' spans and its own measured them) has that one matcher there instead.
+
+A quantile read from a histogram is known only to the bucket it falls in (`histogram_quantile()` places
+it inside by linear interpolation, an assumption rather than a measurement): the same query carries the
+histogram's bucket bounds, and each point its bucket's width (`MetricSeries.resolution`).
 """
 
 from __future__ import annotations
@@ -78,11 +82,22 @@ class Signal:
     unit: str
     source: str  # the Prometheus metric it is read from (what discovery must have found)
     by: str | None = None  # the label naming the entity in its series, instead of the entity's matchers
+    # A quantile's bucket series selector (with `{sel}`): its value is known only to the bucket it falls in.
+    buckets: str = ""
 
 
-def _quantile(family: str, q: float, extra: str = "") -> str:
+def _buckets(family: str, extra: str = "") -> str:
     sel = "{sel}" + (", " + extra if extra else "")
-    return f"histogram_quantile({q:g}, sum by (le) ({{per}}({family}_bucket{{{sel}}}[{{rate}}])))"
+    return f"{family}_bucket{{{sel}}}"
+
+
+def _quantile_signal(
+    name: str, family: str, q: float, unit: str, source: str, extra: str = "", by: str | None = None
+) -> Signal:
+    """A histogram quantile, read over the rates of its buckets (which the signal keeps, see `bounds`)."""
+    buckets = _buckets(family, extra)
+    expr = f"histogram_quantile({q:g}, sum by (le) ({{per}}({buckets}[{{rate}}])))"
+    return Signal(name, expr, unit, source, by, buckets)
 
 
 def _rate(series: str, extra: str = "") -> str:
@@ -105,7 +120,7 @@ def _http(family: str, prefix: str) -> tuple[Signal, ...]:
     status = 'http_response_status_code=~"5.."'
     return (
         *(
-            Signal(f"{prefix}latency_{_percentile(q)}", _quantile(family, q), "s", count)
+            _quantile_signal(f"{prefix}latency_{_percentile(q)}", family, q, "s", count)
             for q in reversed(QUANTILES)
         ),
         Signal(f"{prefix}error_ratio", _ratio(count, status), "1", count),
@@ -121,7 +136,9 @@ def _service_graph(prefix: str) -> tuple[Signal, ...]:
     failed = "traces_service_graph_request_failed_total"
     return (
         *(
-            Signal(f"{prefix}latency_{_percentile(q)}", _quantile(family, q), "s", f"{family}_bucket", SERVER)
+            _quantile_signal(
+                f"{prefix}latency_{_percentile(q)}", family, q, "s", f"{family}_bucket", by=SERVER
+            )
             for q in reversed(QUANTILES)
         ),
         Signal(
@@ -141,11 +158,13 @@ SERVER = "server"  # the service graph connector's label for the called service
 CONVENTIONS: tuple[Signal, ...] = (
     *_http("http_server_request_duration_seconds", ""),
     *_http("http_client_request_duration_seconds", "client_"),
-    Signal(
+    _quantile_signal(
         "span_latency_p99",
-        _quantile("traces_span_metrics_duration_milliseconds", 0.99, 'span_kind="SPAN_KIND_SERVER"'),
+        "traces_span_metrics_duration_milliseconds",
+        0.99,
         "ms",
         "traces_span_metrics_duration_milliseconds_bucket",
+        'span_kind="SPAN_KIND_SERVER"',
     ),
     Signal(
         "span_error_ratio",
@@ -209,6 +228,7 @@ _COVERED = frozenset(
         "traces_service_graph_request_failed_total",
         "kube_pod_owner",
         "kube_replicaset_owner",
+        "kube_replicaset_created",
         "kube_pod_labels",
         "kube_pod_info",
         "ALERTS",
@@ -225,7 +245,7 @@ def derived(name: str, kind: MetricType) -> tuple[Signal, ...]:
         if not name.endswith("_bucket"):
             return ()  # `_count` and `_sum` belong to the family read through its buckets
         family = name.removesuffix("_bucket")
-        return tuple(Signal(f"{family}_{_percentile(q)}", _quantile(family, q), "", name) for q in QUANTILES)
+        return tuple(_quantile_signal(f"{family}_{_percentile(q)}", family, q, "", name) for q in QUANTILES)
     if kind is MetricType.SUMMARY:
         return ()  # pre-computed quantiles cannot be aggregated across instances
     return (Signal(name, f"sum({name}{{{{sel}}}})", "", name),)
@@ -260,4 +280,15 @@ def render(signal: Signal, matchers: Iterable[str], rate: str, entity: str, per:
     return f'label_replace({alternatives}, "{SIGNAL_LABEL}", "{signal.name}", "", "")'
 
 
+def render_bounds(signal: Signal, matchers: Iterable[str], entity: str) -> str:
+    """The bucket bounds (`le`) a quantile signal's histogram has at each step, one series per bound,
+    labelled with the signal's name in `BOUNDS_LABEL` (so they travel in the signals' own query)."""
+    alternatives = " or ".join(
+        f"(group by (le) ({signal.buckets.replace('{sel}', sel)}))"
+        for sel in selectors_of(signal, matchers, entity)
+    )
+    return f'label_replace({alternatives}, "{BOUNDS_LABEL}", "{signal.name}", "", "")'
+
+
 SIGNAL_LABEL = "rootline_signal"  # the label a rendered signal carries its name in
+BOUNDS_LABEL = "rootline_bounds_of"  # the label the bucket bounds of a quantile signal carry its name in

@@ -153,6 +153,7 @@ class LiveSource:
         self._topology: DependencyGraph | None = None
         self._by_name: dict[str, Any] = {}
         self._states: dict[str, str] = {}  # backends whose queries failed, with the reason
+        self._prometheus_changes: bool | None = None  # whether Prometheus serves the change history
         # Connectors by modality, in registry order (so Tempo serves traces before Jaeger).
         self._connectors: dict[Modality, list[Any]] = {}
         for system in TELEMETRY:
@@ -213,8 +214,27 @@ class LiveSource:
     # --- TelemetrySource ---
 
     def modalities(self) -> frozenset[Modality]:
-        """The modalities of the configured backends."""
-        return frozenset(self._connectors)
+        """The modalities of the configured backends; the change history too when Prometheus serves it
+        (`_rollouts_from_prometheus`)."""
+        found = set(self._connectors)
+        if self._rollouts_from_prometheus() is not None:
+            found.add(Modality.CHANGES)
+        return frozenset(found)
+
+    def _rollouts_from_prometheus(self) -> PrometheusConnector | None:
+        """Prometheus, when it is where the change history comes from: neither the Kubernetes API nor
+        GitHub is configured, and it holds kube-state-metrics' ReplicaSet creation times (a rollout is a
+        new ReplicaSet; asked once, over the horizon). A Prometheus that fails to answer serves none."""
+        metrics = self._metrics
+        if not isinstance(metrics, PrometheusConnector) or {"kubernetes", "github"} & set(self._by_name):
+            return None
+        if self._prometheus_changes is None:
+            try:
+                with self._telemetry_errors():
+                    self._prometheus_changes = metrics.has_rollouts(self.time_range())
+            except TelemetryError:
+                self._prometheus_changes = False
+        return metrics if self._prometheus_changes else None
 
     def time_range(self) -> TimeWindow:
         """A recent horizon ending now (live backends hold what their retention allows)."""
@@ -330,11 +350,15 @@ class LiveSource:
             return traces.spans(window, entity, limit) if traces else []
 
     def events(self, window: TimeWindow, entity: str | None = None) -> list[Event]:
-        """Kubernetes events and GitHub changes inside `window`, in time order."""
+        """Kubernetes events and GitHub changes inside `window`, or without either the rollouts Prometheus
+        holds (kube-state-metrics' new ReplicaSets), in time order."""
         out: list[Event] = []
+        prometheus = self._rollouts_from_prometheus()
         with self._telemetry_errors():
             for connector in self._events():
                 out.extend(connector.events(window, entity))
+            if prometheus is not None:
+                out.extend(prometheus.rollouts(window, entity))
         return sorted(out, key=lambda e: (e.time, e.entity, e.kind))
 
     def _recent(self) -> TimeWindow:

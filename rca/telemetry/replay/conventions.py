@@ -6,7 +6,8 @@ The recorded loaders name every series in one shared vocabulary (`cpu`, `memory`
 - cAdvisor (the kubelet's `/metrics/cadvisor`): `container_cpu_usage_seconds_total`,
   `container_memory_working_set_bytes`, `container_network_{receive,transmit}_bytes_total`;
 - kube-state-metrics: `kube_pod_owner`, `kube_replicaset_owner`, `kube_pod_labels`,
-  `kube_pod_container_resource_limits`, `kube_pod_container_status_restarts_total`;
+  `kube_pod_container_resource_limits`, `kube_pod_container_status_restarts_total`, and the case's
+  change history as the ReplicaSets its rollouts created, `kube_replicaset_created` (`write_rollouts`);
 - OpenTelemetry HTTP semantic conventions: `http_server_request_duration_seconds` and
   `http_client_request_duration_seconds` histograms with `service_name`, `http_response_status_code`;
 - the OpenTelemetry Collector service graph connector for service-level call edges:
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from rca.telemetry.model import MetricSeries, split_edge_name
+from rca.telemetry.model import Event, EventKind, MetricSeries, split_edge_name
 from rca.telemetry.replay.histograms import COLLECTOR_BOUNDS_SECONDS, HTTP_DURATION_BOUNDS, bucket_shares
 from rca.telemetry.replay.openmetrics import Exposition, Family, FloatArray, Kind
 
@@ -48,6 +49,7 @@ NETWORK_TRANSMIT = Family(
 POD_OWNER = Family("kube_pod_owner", Kind.GAUGE, "Information about the Pod's owner.")
 REPLICASET_OWNER = Family("kube_replicaset_owner", Kind.GAUGE, "Information about the ReplicaSet's owner.")
 POD_LABELS = Family("kube_pod_labels", Kind.GAUGE, "Kubernetes labels converted to Prometheus labels.")
+REPLICASET_CREATED = Family("kube_replicaset_created", Kind.GAUGE, "Unix creation timestamp")
 RESOURCE_LIMITS = Family(
     "kube_pod_container_resource_limits",
     Kind.GAUGE,
@@ -553,3 +555,50 @@ class ClusterWriter:
         for fld in fields:
             if fld in m.sources:
                 self.written[m.sources[fld]].add(family.name + suffix)
+
+
+# --- change history ------------------------------------------------------------------------------------
+def rollout_replicasets(namespace: str, events: Iterable[Event]) -> dict[str, float]:
+    """The ReplicaSet each rollout of the change history created, with when it began (recorded time).
+
+    A Deployment's rollout is a new ReplicaSet, named `<deployment>-<pod-template-hash>`: the one of the
+    pods the rollout's events name, else `<entity>-<reference>` (the recorded version id). A rollout that
+    names neither has no ReplicaSet to write."""
+    starts: dict[tuple[str, str | None], float] = {}
+    named: dict[tuple[str, str | None], set[str]] = defaultdict(set)
+    for e in events:
+        if e.kind is not EventKind.DEPLOY:
+            continue
+        key = (e.entity, e.reference)
+        starts[key] = min(starts.get(key, e.time), e.time)
+        if e.instance:
+            named[key].add(e.instance)
+    out: dict[str, float] = {}
+    for (entity, reference), start in sorted(starts.items(), key=lambda kv: (kv[1], kv[0][0])):
+        sets = {Pod.of(namespace, entity, pod).replicaset for pod in named[(entity, reference)]}
+        sets.discard(None)
+        names = sorted(s for s in sets if s) or ([f"{entity}-{reference}"] if reference else [])
+        for name in names:
+            out[name] = min(out.get(name, start), start)
+    return out
+
+
+def write_rollouts(
+    expo: Exposition,
+    namespace: str,
+    events: Iterable[Event],
+    shift: float,
+    grid: Callable[[float], FloatArray],
+) -> int:
+    """kube-state-metrics' `kube_replicaset_created` (its creation time, as a Unix time) of every
+    ReplicaSet the case's rollouts created, moved by `shift`, on the scrape grid from its creation on
+    (`grid(start)`); returns how many. A ReplicaSet older than the recording is not written: the
+    recording does not say when it was created."""
+    written = 0
+    for name, start in rollout_replicasets(namespace, events).items():
+        at = grid(start + shift)
+        if at.size:  # nothing is written after the replayed present
+            labels = {**KSM_JOB, "namespace": namespace, "replicaset": name}
+            expo.add(REPLICASET_CREATED, labels, at, np.full(at.shape, float(round(start + shift))))
+            written += 1
+    return written

@@ -32,7 +32,7 @@ import numpy as np
 
 from rca.telemetry.cases import CaseRef, RecordedCase, load_case
 from rca.telemetry.model import MetricSeries, Modality, TimeWindow
-from rca.telemetry.replay.conventions import ClusterWriter, combine
+from rca.telemetry.replay.conventions import ClusterWriter, combine, write_rollouts
 from rca.telemetry.replay.openmetrics import Exposition
 from rca.telemetry.replay.rules import (
     alertmanager_config,
@@ -144,16 +144,25 @@ def build(case: RecordedCase, now: float) -> tuple[Exposition, Timeline, dict[st
     namespace = namespace_of(case.ref.system)
     writer = ClusterWriter(expo, namespace, timeline.step)
     writer.write(placed)
+    history = case.source.events(TimeWindow(0.0, math.inf))
+    rollouts = write_rollouts(expo, namespace, history, timeline.shift, lambda t: _grid_from(timeline, t))
     details: dict[str, Any] = {
         "namespace": namespace,
         "mapping": {name: sorted(fams) for name, fams in sorted(writer.written.items())},
         "not_replayed": dict(sorted(writer.skipped.items())),
+        "rollouts": rollouts,
     }
     if Modality.TRACES in case.source.modalities():
         spans = case.source.spans(TimeWindow(0.0, math.inf), limit=sys.maxsize)
         summary = write_spans(expo, spans, timeline)
         details["spans"] = {"spans": summary.spans, "pairs": summary.pairs, "stretches": summary.stretches}
     return expo, timeline, details
+
+
+def _grid_from(timeline: Timeline, start: float) -> np.ndarray:
+    """The scrape grid from `start` (snapped up onto it) to the replayed present."""
+    first = float(timeline.snap(np.array([start]))[0])
+    return np.arange(first, timeline.now + timeline.step / 2, timeline.step)
 
 
 def _promtool() -> str:

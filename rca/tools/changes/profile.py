@@ -28,7 +28,7 @@ from rca.tools.changes.analysis import (
     split_instances,
 )
 from rca.tools.facts import ChangeFact, ChangeFacts
-from rca.tools.stats import Family, deviation, family_of, squash
+from rca.tools.stats import Family, deviation, family_of, reference_floor, squash
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,8 @@ def _service_level(
         if s.instance is not None or kind is None or kind[0] not in SERVICE_FAMILIES:
             continue
         family, direction = kind
-        dev = deviation(s.within(pre).values, s.within(after).values, direction)
+        before = s.within(pre)
+        dev = deviation(before.values, s.within(after).values, direction, resolution=reference_floor(before))
         if dev is None:
             continue
         result = FamilyCanary(family, s.name, None, dev, len(s.within(after)), 0, weight=BASELINE_ONLY_WEIGHT)

@@ -49,6 +49,7 @@ from rca.tools.stats import (
     family_of,
     floor_for,
     peak_z,
+    reference_floor,
 )
 from rca.tools.stats import WINDOW_QUANTILE as WINDOW_Q
 
@@ -88,16 +89,16 @@ def symptom_quiet_before_onset(ctx: ToolContext) -> bool:
     if pre is not None and kind is not None:
         after = TimeWindow(pre.end, ctx.incident.end)
         incident_series, baseline_series = _series(ctx, ctx.alert.entity)
-        bases = {(s.name, s.instance): s.within(ctx.baseline).values for s in baseline_series}
-        timed = [
-            (
-                deviation(base, median_of(s.within(pre).values), kind[1], floor_for(kind[0])),
-                deviation(base, s.within(after).values, kind[1], floor_for(kind[0])),
-            )
-            for s in incident_series
-            if s.name == ctx.alert.metric and (base := bases.get((s.name, s.instance))) is not None
-        ]
-        quiet = any(b is not None and a is not None and b.z < KNEE and a.z >= CLEAR * KNEE for b, a in timed)
+        bases = {(s.name, s.instance): s.within(ctx.baseline) for s in baseline_series}
+        for s in incident_series:
+            base = bases.get((s.name, s.instance))
+            if s.name != ctx.alert.metric or base is None:
+                continue
+            floor, resolution = floor_for(kind[0]), reference_floor(base)
+            before = deviation(base.values, median_of(s.within(pre).values), kind[1], floor, resolution)
+            since = deviation(base.values, s.within(after).values, kind[1], floor, resolution)
+            if before is not None and since is not None and before.z < KNEE and since.z >= CLEAR * KNEE:
+                quiet = True
     ctx.cache[key] = quiet
     return quiet
 
@@ -151,13 +152,21 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
             continue  # a success rate of 0 throughout is a collector that does not measure it
         family, direction = kind
         window = series.within(ctx.incident)
-        dev = deviation(base.values, window.values, direction, floor_for(family), is_quantile(series.name))
+        resolution = reference_floor(base)
+        dev = deviation(
+            base.values,
+            window.values,
+            direction,
+            floor_for(family),
+            resolution,
+            tail=is_quantile(series.name),
+        )
         if dev is None:
             continue
         if family is Family.MEMORY:
             dev = stock_deviation(dev, base.values, window.values, direction)
         dev, anchored = _net_of_pre_onset(dev, window, ctx, direction)
-        peak = peak_z(base.values, window.values, direction, floor_for(family))
+        peak = peak_z(base.values, window.values, direction, floor_for(family), resolution)
         result.peaks[family] = max(result.peaks.get(family, 0.0), peak)
         waited = 0.0
         if family is Family.LATENCY:
@@ -196,18 +205,19 @@ def _edge_waits(ctx: ToolContext, caller: str) -> dict[str, tuple[Deviation, Met
         return cached
     out: dict[str, tuple[Deviation, MetricSeries]] = {}
     incident_series, baseline_series = _series(ctx, caller)
-    bases = {(s.name, s.instance): s.within(ctx.baseline).values for s in baseline_series}
+    bases = {(s.name, s.instance): s.within(ctx.baseline) for s in baseline_series}
     for series in incident_series:
         callee = waited_callee(series.name, caller)
         base = bases.get((series.name, series.instance))
         if callee is None or base is None:
             continue
         dev = deviation(
-            base,
+            base.values,
             series.within(ctx.incident).values,
             Direction.UP,
             floor_for(Family.LATENCY),
-            is_quantile(series.name),
+            reference_floor(base),
+            tail=is_quantile(series.name),
         )
         if dev is not None and (callee not in out or dev.z > out[callee][0].z):
             out[callee] = (dev, series.within(ctx.incident))
@@ -272,7 +282,8 @@ def _client_wait(
         client.within(ctx.incident).values,
         Direction.UP,
         floor_for(Family.LATENCY),
-        is_quantile(client.name),
+        reference_floor(base),
+        tail=is_quantile(client.name),
     )
 
 
@@ -318,7 +329,8 @@ def short_reference_z(ctx: ToolContext, entity: str, family: Family) -> float:
             # Flat at zero before onset (no traffic yet), the relative floor is taken on the level after
             # it, so that a series starting from nothing ranks as a large move, not an infinite one.
             scale = max(abs(level), abs(float(np.median(after))))
-            spread = max(float(np.ptp(ref)), floor_for(fam) * scale, 1e-9)
+            resolution = reference_floor(series.within(pre))
+            spread = max(float(np.ptp(ref)), floor_for(fam) * scale, resolution, 1e-9)
             high, low = float(np.quantile(after, WINDOW_Q)), float(np.quantile(after, 1 - WINDOW_Q))
             moved = {Direction.UP: high - level, Direction.DOWN: level - low}.get(
                 direction, max(high - level, level - low)

@@ -6,11 +6,12 @@ import math
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
+import numpy as np
 import pytest
 import respx
 
 from rca.integrations.http import BackendError
-from rca.integrations.prometheus.connector import PrometheusConnector, unit_from_name
+from rca.integrations.prometheus.connector import PrometheusConnector, bucket_widths, unit_from_name
 from rca.telemetry.model import TimeWindow
 
 from .recorded import WINDOW, reply
@@ -102,13 +103,54 @@ def test_all_signals_of_an_entity_go_in_one_query(prom: PrometheusConnector) -> 
         query = mock.get("/api/v1/query_range").mock(return_value=reply("prometheus", "query_range_empty"))
         prom.metrics("cartservice", WINDOW)
     promql = parse_qs(urlsplit(str(query.calls.last.request.url)).query)["query"][0]
-    assert promql.count("label_replace(") == 6
+    # six signals, and the bucket bounds of the two latency quantiles (their values' resolution)
+    assert promql.count('"rootline_signal"') == 6
+    assert promql.count('"rootline_bounds_of"') == 2
+    assert "group by (le) (http_server_request_duration_seconds_bucket{" in promql
     # at the scrape interval (15 s), each interval's rate: no burst is spread over the rate window
     assert (
         "histogram_quantile(0.99, sum by (le) (irate(http_server_request_duration_seconds_bucket{" in promql
     )
     assert 'http_response_status_code=~"5.."' in promql
     assert "sum(process_resident_memory_bytes{" in promql  # a gauge as it is
+
+
+def test_a_quantile_is_known_to_the_width_of_the_bucket_it_falls_in() -> None:
+    bounds = [0.005, 0.01, 0.05, float("inf")]  # `+Inf` is no width
+    values = np.array([0.003, 0.01, 0.02, 0.05, np.nan])
+    widths = bucket_widths(values, bounds)
+    assert widths[:4] == pytest.approx([0.005, 0.005, 0.04, 0.04])  # (0, 5 ms], (5, 10], (10, 50] ms
+    assert math.isnan(widths[4])
+    assert np.isnan(bucket_widths(values, [float("inf")])).all()  # no finite bound: unknown
+
+
+def test_each_quantile_point_carries_its_buckets_width_from_the_same_query(prom: PrometheusConnector) -> None:
+    t0 = WINDOW.start
+
+    def matrix(labels: dict[str, str], values: list[str]) -> dict[str, object]:
+        return {"metric": labels, "values": [[t0 + 15 * i, v] for i, v in enumerate(values)]}
+
+    body = {
+        "status": "success",
+        "data": {
+            "resultType": "matrix",
+            "result": [
+                matrix({"rootline_signal": "latency_p99"}, ["0.02", "0.3"]),
+                matrix({"rootline_signal": "requests_per_second"}, ["10", "10"]),
+                *(
+                    matrix({"rootline_bounds_of": "latency_p99", "le": le}, ["1", "1"])
+                    for le in ("0.01", "0.05", "0.25", "0.5", "+Inf")
+                ),
+            ],
+        },
+    }
+    with respx.mock(base_url=URL) as mock:
+        _discovery(mock)
+        mock.get("/api/v1/query_range").mock(return_value=httpx.Response(200, json=body))
+        series = {s.name: s for s in prom.metrics("cartservice", WINDOW)}
+    assert set(series) == {"latency_p99", "requests_per_second"}  # the bounds are no series
+    assert series["latency_p99"].resolution.tolist() == pytest.approx([0.04, 0.25])
+    assert series["requests_per_second"].resolution is None  # a rate is measured as it is
 
 
 def test_a_coarser_step_reads_each_steps_average_rate(prom: PrometheusConnector) -> None:
@@ -144,7 +186,8 @@ def test_the_calls_an_entity_serves_are_read_from_the_service_graph_by_its_serve
     server = 'traces_service_graph_request_server_seconds_bucket{server="cartservice"}'
     assert probe == f"max(count_over_time({server}[1200s]))"
     promql = query.calls.last.request.url.params["query"]
-    assert promql.count("label_replace(") == 4
+    assert promql.count('"rootline_signal"') == 4
+    assert promql.count('"rootline_bounds_of"') == 2  # the two quantiles' bucket bounds
     assert promql.count("{server=") == promql.count("{")  # never the entity's own labels
     assert f"histogram_quantile(0.99, sum by (le) (irate({server}[60s])))" in promql
     assert 'sum(irate(traces_service_graph_request_failed_total{server="cartservice"}[60s]))' in promql

@@ -7,13 +7,15 @@ import re
 import numpy as np
 import pytest
 
-from rca.telemetry.model import MetricSeries, split_edge_name
+from rca.telemetry.model import Event, EventKind, MetricSeries, split_edge_name
 from rca.telemetry.replay.conventions import (
     NOMINAL_MEMORY_BYTES,
     ClusterWriter,
     Placed,
     Pod,
     combine,
+    rollout_replicasets,
+    write_rollouts,
 )
 from rca.telemetry.replay.openmetrics import Exposition
 from tests.unit.replay.omtext import Sample, select, values, written
@@ -229,3 +231,33 @@ def test_recordings_of_one_series_are_joined_on_the_scrape_grid() -> None:
 )
 def test_split_name(name: str, parts: tuple[str, str | None, str | None]) -> None:
     assert split_edge_name(name) == parts
+
+
+def test_a_rollout_is_the_replicaset_its_pods_belong_to_created_when_it_began() -> None:
+    """The change history as kube-state-metrics holds it: each rollout a new ReplicaSet, its creation
+    time the rollout's start (moved by the replay's shift), written from then on; config changes and
+    rollouts that name neither pods nor a version have no ReplicaSet."""
+    events = [
+        Event(100.0, "cart", EventKind.DEPLOY, "start", reference="v2-5d8f7c9b4"),
+        Event(
+            160.0,
+            "cart",
+            EventKind.DEPLOY,
+            "step",
+            reference="v2-5d8f7c9b4",
+            instance="cart-v2-5d8f7c9b4-x2k7q",
+        ),
+        Event(200.0, "email", EventKind.DEPLOY, "start", reference="7f9c6d8b5"),
+        Event(140.0, "email", EventKind.CONFIG_CHANGE, "flag", reference="flags-2"),
+        Event(150.0, "ads", EventKind.DEPLOY, "start"),
+    ]
+    assert rollout_replicasets("shop", events) == {"cart-v2-5d8f7c9b4": 100.0, "email-7f9c6d8b5": 200.0}
+    expo = Exposition()
+    grid = np.arange(0.0, 1200.0, 60.0)  # the replayed present is 1140
+    assert (
+        write_rollouts(expo, "shop", events, 1000.0, lambda t: grid[grid >= t]) == 1
+    )  # email's is after now
+    samples = written(expo)
+    created = select(samples, "kube_replicaset_created", namespace="shop", replicaset="cart-v2-5d8f7c9b4")
+    assert [(s.time, s.value) for s in created] == [(1140.0, 1100.0)]
+    assert len(samples) == len(created)  # email's rollout began after the replayed present

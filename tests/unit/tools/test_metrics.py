@@ -4,6 +4,7 @@ that the entity's own spans do not show, and the lead a resource family needs.""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from rca.core.hypotheses import Hypothesis
 from rca.telemetry.model import Direction, MetricSeries, TimeWindow
@@ -18,10 +19,21 @@ from rca.tools.metrics.analysis import (
     too_few_for_quantile,
     waited_callee,
 )
-from rca.tools.metrics.profile import own_z, short_reference_z, silent, spans_disown
+from rca.tools.metrics.profile import metric_profile, own_z, short_reference_z, silent, spans_disown
 from rca.tools.metrics.seeding import kind_hint
 from rca.tools.metrics.tool import MetricsTool
-from rca.tools.stats import CONTESTED, DOMINANCE, Family, deviation
+from rca.tools.stats import (
+    CONTESTED,
+    DOMINANCE,
+    KNEE,
+    RATE_RELATIVE_FLOOR,
+    Family,
+    deviation,
+    floor_for,
+    ratio_floor,
+    reference_floor,
+    resolution_spread,
+)
 from rca.tools.traces.profile import analyse as analyse_traces
 from tests.unit.tools import ONSET, FakeSource, context
 from tests.unit.tools.test_traces import _source  # back's own time rises; front waits on it
@@ -345,3 +357,78 @@ def test_a_latency_quantile_is_known_by_its_name_also_per_call_edge() -> None:
     assert is_quantile("client_latency_p50{caller=a,callee=b}")
     assert not is_quantile("latency_mean")
     assert not is_quantile("cpu_p{caller=a,callee=b}")
+
+
+# The OpenTelemetry Collector's default span-metric buckets (ms) up to 1 s: coarse above 10 ms.
+COLLECTOR_BOUNDS = np.array([2.0, 4.0, 6.0, 8.0, 10.0, 50.0, 100.0, 200.0, 400.0, 800.0, 1000.0])
+
+
+def _histogram_p99(before: float, after: float, *, bucketed: bool = True) -> FakeSource:
+    """A `front -> back` system whose p99 latencies are read from histogram buckets (ms, 15 s steps):
+    front's quiet baseline lies inside the 10-50 ms bucket and its incident value stays in it; back's
+    leaves its 10-50 ms bucket for `after`. `bucketed=False` drops the series' resolution."""
+
+    class Bucketed(FakeSource):
+        def metric_names(self, entity: str) -> list[str]:
+            return ["span_latency_p99"]
+
+        def metrics(self, entity: str, window: TimeWindow, names: object = None) -> list[MetricSeries]:
+            t = np.arange(0.0, ONSET + 300.0, 15.0)
+            wobble = np.where(np.arange(t.size) % 2 == 0, 0.1, -0.1)
+            values = np.where(t < ONSET, before + wobble, after if entity == "back" else before + 18.0)
+            keep = (t >= window.start) & (t < window.end)
+            widths = COLLECTOR_BOUNDS - np.concatenate(([0.0], COLLECTOR_BOUNDS[:-1]))
+            index = np.searchsorted(COLLECTOR_BOUNDS, values[keep])
+            resolution = widths[index] if bucketed else None
+            return [MetricSeries(entity, "span_latency_p99", "ms", t[keep], values[keep], None, resolution)]
+
+    return Bucketed((("front", "back"),))
+
+
+def test_a_quantile_that_stays_in_its_histogram_bucket_is_no_deviation_one_that_leaves_it_is() -> None:
+    """A quantile read from coarse buckets is known to its bucket only: front's p99 moving from 20 to
+    38 ms inside the 10-50 ms bucket scores a z of tens against its flat interpolated baseline, and is no
+    evidence once the baseline's spread is floored at the bucket's width / sqrt(12); back's leaving it
+    for the 200-400 ms bucket still is."""
+    coarse = context(_histogram_p99(20.0, 300.0))
+    front = metric_profile(coarse, "front").findings[Family.LATENCY].deviation
+    back = metric_profile(coarse, "back").findings[Family.LATENCY].deviation
+    assert front.z < KNEE < back.z
+    assert back.spread == pytest.approx(40.0 / np.sqrt(12.0))
+    exact = context(_histogram_p99(20.0, 300.0, bucketed=False))
+    assert metric_profile(exact, "front").findings[Family.LATENCY].deviation.z > 10 * KNEE
+
+
+def test_the_resolution_spread_is_the_baselines_median_bucket_width_over_sqrt_12() -> None:
+    t = np.arange(4.0)
+    series = MetricSeries("svc", "latency_p99", "s", t, np.array([0.02, 0.03, np.nan, 0.07]))
+    assert resolution_spread(series) == 0.0  # measured values: no resolution
+    widths = np.array([0.04, 0.04, 0.04, 0.05])
+    spread = resolution_spread(MetricSeries("svc", "latency_p99", "s", t, series.values, None, widths))
+    assert spread == pytest.approx(0.04 / np.sqrt(12.0))  # the NaN point's width does not count
+    assert deviation(np.array([0.02, 0.021, 0.02]), np.array([0.045]), Direction.UP).z > KNEE
+    assert deviation(np.array([0.02, 0.021, 0.02]), np.array([0.045]), Direction.UP, 0.02, spread).z < KNEE
+
+
+def test_an_error_ratio_at_zero_scores_as_the_success_rate_it_complements() -> None:
+    """1.6 % of requests failing after none did: read as a success rate (100 -> 98.4 %) its spread is
+    floored at 0.2 % of the success level; read as a failure share (0 -> 0.016) a floor relative to 0 is
+    none, and the z was millions. The failure share's floor is the same share of its complement."""
+    t = np.arange(6.0)
+    ratio = MetricSeries("svc", "error_ratio", "1", t, np.zeros(6))
+    rate = MetricSeries("svc", "success_rate", "%", t, np.full(6, 100.0))
+    assert ratio_floor(ratio) == pytest.approx(RATE_RELATIVE_FLOOR)
+    assert ratio_floor(rate) == 0.0  # a success rate's floor is its own relative one
+    assert ratio_floor(MetricSeries("svc", "error_count", "1/s", t, np.zeros(6))) == 0.0  # no share
+    as_ratio = deviation(
+        ratio.values, np.array([0.016]), Direction.UP, floor_for(Family.ERRORS), reference_floor(ratio)
+    )
+    as_rate = deviation(
+        rate.values, np.array([98.4]), Direction.DOWN, floor_for(Family.ERRORS), reference_floor(rate)
+    )
+    assert as_ratio is not None
+    assert as_rate is not None
+    assert as_ratio.z == pytest.approx(as_rate.z) == pytest.approx(8.0)
+    unfloored = deviation(ratio.values, np.array([0.016]), Direction.UP, floor_for(Family.ERRORS))
+    assert unfloored is not None
+    assert unfloored.z > 1e6
