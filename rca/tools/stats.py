@@ -17,7 +17,6 @@ import math
 import re
 from dataclasses import dataclass
 from enum import StrEnum
-from statistics import NormalDist
 
 import numpy as np
 import ruptures
@@ -41,8 +40,6 @@ KNEE = 3.0
 # A signal found among many tested (pairs, operations, callers) counts at 5 sigma: the discovery
 # convention of physics for a look-elsewhere-corrected signal.
 DISCOVERY_SIGMA = 5.0
-# Where a Gaussian's `WINDOW_QUANTILE` lies, in sigmas above its median (0.84): a tail spread's unit.
-_WINDOW_SIGMAS = float(NormalDist().inv_cdf(WINDOW_QUANTILE))
 # The standard deviation of a value spread evenly over an interval is its width / sqrt(12) (the uniform
 # distribution's; quantisation noise): what a value known only to its histogram bucket is uncertain by.
 UNIFORM_SIGMA_PER_WIDTH = 1.0 / math.sqrt(12.0)
@@ -106,18 +103,6 @@ class Deviation:
         return (abs(self.observed - self.baseline) - abs(level - self.baseline)) / self.spread
 
 
-def _tail_spread(base: FloatArray, med: float, direction: Direction) -> float:
-    """The baseline's spread measured where the window is read: at its `WINDOW_QUANTILE` on the bad
-    side, in Gaussian sigmas (0 when that quantile lies at the median)."""
-    high = (float(np.quantile(base, WINDOW_QUANTILE)) - med) / _WINDOW_SIGMAS
-    low = (med - float(np.quantile(base, 1 - WINDOW_QUANTILE))) / _WINDOW_SIGMAS
-    if direction is Direction.UP:
-        return max(0.0, high)
-    if direction is Direction.DOWN:
-        return max(0.0, low)
-    return max(0.0, high, low)
-
-
 def resolution_spread(series: MetricSeries) -> float:
     """The spread a series' values are uncertain by because they are known only to an interval (see the
     module docstring): its median interval width times `UNIFORM_SIGMA_PER_WIDTH`; 0 for measured values."""
@@ -156,25 +141,16 @@ def deviation(
     direction: Direction,
     relative_floor: float = RELATIVE_FLOOR,
     resolution: float = 0.0,
-    tail: bool = False,
 ) -> Deviation | None:
     """Robust deviation of `window` from `baseline`; None when either has too few finite points.
 
-    `resolution` floors the spread absolutely (the reference's `reference_floor`).
-
-    `tail`: the series is a latency quantile read off histogram buckets. Such a quantile sits at one
-    bucket's edge most of the time and spills into the next buckets now and then: two modes, of which
-    the MAD sees only the first. The window is read at its `WINDOW_QUANTILE`, so its spread is then
-    also measured where the baseline's own `WINDOW_QUANTILE` lies (`_tail_spread`): spills as frequent
-    as the baseline's are no deviation, a step beyond them still is."""
+    `resolution` floors the spread absolutely (the reference's `reference_floor`)."""
     base = baseline[np.isfinite(baseline)]
     win = window[np.isfinite(window)]
     if base.size < 3 or win.size < 1:
         return None
     med = float(np.median(base))
-    spread = max(
-        _spread(base, med, relative_floor, resolution), _tail_spread(base, med, direction) if tail else 0.0
-    )
+    spread = _spread(base, med, relative_floor, resolution)
     # Both quantiles of a side in one call (the same values as one call each, at half the cost).
     high, low = (float(v) for v in np.quantile(win, [WINDOW_QUANTILE, 1 - WINDOW_QUANTILE]))
     ceiling, floor = (float(v) for v in np.quantile(base, [BASELINE_CEILING, 1 - BASELINE_CEILING]))

@@ -300,11 +300,6 @@ def low_volume(series: list[MetricSeries], window: TimeWindow) -> bool:
 _QUANTILE = re.compile(r"p(\d{2,3})$")
 
 
-def is_quantile(name: str) -> bool:
-    """Whether the series is a latency quantile (`..._p99`, also per call edge)."""
-    return _QUANTILE.search(split_edge_name(name)[0]) is not None
-
-
 def too_few_for_quantile(name: str, requests: float | None) -> bool:
     """Whether a latency quantile (`..._p99`) rests on too few requests per sample to be more than the
     slowest request (p99 needs 100 requests, p90 10): it then follows single slow requests and

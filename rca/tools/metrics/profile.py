@@ -29,7 +29,6 @@ from rca.tools.metrics.analysis import (
     client_of,
     handed_over,
     inherited_z,
-    is_quantile,
     low_volume,
     median_of,
     requests_per_sample,
@@ -159,7 +158,6 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
             direction,
             floor_for(family),
             resolution,
-            tail=is_quantile(series.name),
         )
         if dev is None:
             continue
@@ -217,7 +215,6 @@ def _edge_waits(ctx: ToolContext, caller: str) -> dict[str, tuple[Deviation, Met
             Direction.UP,
             floor_for(Family.LATENCY),
             reference_floor(base),
-            tail=is_quantile(series.name),
         )
         if dev is not None and (callee not in out or dev.z > out[callee][0].z):
             out[callee] = (dev, series.within(ctx.incident))
@@ -283,7 +280,6 @@ def _client_wait(
         Direction.UP,
         floor_for(Family.LATENCY),
         reference_floor(base),
-        tail=is_quantile(client.name),
     )
 
 

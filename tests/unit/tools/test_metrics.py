@@ -12,7 +12,6 @@ from rca.tools.faults import FaultKind
 from rca.tools.metrics.analysis import (
     callers_wait,
     dominance_for,
-    is_quantile,
     requests_per_sample,
     stock_deviation,
     stuck_at_zero,
@@ -350,13 +349,6 @@ def test_a_memory_leak_is_read_at_its_latest_level_a_level_shift_as_before() -> 
     shift_dev = deviation(baseline, shift, Direction.UP)
     assert shift_dev is not None
     assert stock_deviation(shift_dev, baseline, shift, Direction.UP) == shift_dev
-
-
-def test_a_latency_quantile_is_known_by_its_name_also_per_call_edge() -> None:
-    assert is_quantile("latency_p99")
-    assert is_quantile("client_latency_p50{caller=a,callee=b}")
-    assert not is_quantile("latency_mean")
-    assert not is_quantile("cpu_p{caller=a,callee=b}")
 
 
 # The OpenTelemetry Collector's default span-metric buckets (ms) up to 1 s: coarse above 10 ms.
