@@ -17,7 +17,6 @@ from rca.integrations.parsing import (
     as_list,
     as_number,
     as_str,
-    opt_str,
     quote,
     regex_literal,
 )
@@ -286,32 +285,20 @@ class PrometheusConnector:
             f"count_over_time({signal.source}{{{sel}}}[{SCRAPE_PROBE:g}s])"
             for sel in selectors_of(signal, self.entity_matchers(entity, window), entity)
         )
-        data = self._get(
-            "/api/v1/query", {"query": f"max({probe})", "time": f"{window.end:.3f}"}, "scrape interval"
-        )
-        with self.client.parsing("scrape interval"):
-            for item in as_list(as_dict(data, "data").get("result"), "result"):
-                count = as_number(as_list(as_dict(item, "sample").get("value"), "value")[1], "sample count")
-                if count >= 4:
-                    # whole seconds, as scrape configs give them (the range holds a partial interval)
-                    self.scrape_interval = float(max(1, round(SCRAPE_PROBE / count)))
+        for _, count in self._vector(f"max({probe})", window.end, "scrape interval"):
+            if count >= 4:
+                # whole seconds, as scrape configs give them (the range holds a partial interval)
+                self.scrape_interval = float(max(1, round(SCRAPE_PROBE / count)))
 
     def service_graph(self, window: TimeWindow) -> list[tuple[str, str, float]]:
         """Caller -> callee edges from the OpenTelemetry Collector's service graph connector: the requests
         `traces_service_graph_request_total{client, server}` counted inside `window`."""
         query = f"sum by (client, server) (increase({SERVICE_GRAPH}[{max(window.seconds, 1.0):.0f}s]))"
-        data = self._get("/api/v1/query", {"query": query, "time": f"{window.end:.3f}"}, "service graph")
-        with self.client.parsing("service graph"):
-            edges = []
-            for item in as_list(as_dict(data, "data").get("result"), "result"):
-                labels = as_dict(as_dict(item, "series").get("metric"), "metric")
-                client, server = opt_str(labels.get("client")), opt_str(labels.get("server"))
-                calls = as_number(as_list(as_dict(item, "series").get("value"), "value")[1], "value")
-                if client and server and calls > 0:
-                    edges.append((client, server, calls))
-            return sorted(edges)
-
-    # --- rollouts (kube-state-metrics) ---
+        edges = [
+            (labels.get("client", ""), labels.get("server", ""), calls)
+            for labels, calls in self._vector(query, window.end, "service graph")
+        ]
+        return sorted(e for e in edges if e[0] and e[1] and e[2] > 0)
 
     def _vector(self, query: str, at: float, what: str) -> list[tuple[dict[str, str], float]]:
         """An instant query's result: each series' labels and value."""
@@ -323,6 +310,8 @@ class PrometheusConnector:
                 value = as_number(as_list(as_dict(item, "series").get("value"), "value")[1], "value")
                 out.append(({str(k): str(v) for k, v in labels.items()}, value))
             return out
+
+    # --- rollouts (kube-state-metrics) ---
 
     def has_rollouts(self, window: TimeWindow) -> bool:
         """Whether Prometheus holds kube-state-metrics' ReplicaSet creation times (a change history)."""
