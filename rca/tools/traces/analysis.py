@@ -145,12 +145,17 @@ def self_times(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _with_log_own(part: pd.DataFrame) -> pd.DataFrame:
+    """`part` with its spans' log own time (`EPSILON` added: sub-0.1 ms is noise)."""
+    return part.assign(log_own=np.log(part["own"] + EPSILON))
+
+
 def _per_operation(ref: pd.DataFrame, obs: pd.DataFrame) -> pd.DataFrame:
     """Per (entity, operation): median log own time and mean child count in both periods."""
 
     def agg(part: pd.DataFrame) -> pd.DataFrame:
         return (
-            part.assign(log_own=np.log(part["own"] + EPSILON))
+            _with_log_own(part)
             .groupby(["entity", "name"])
             .agg(n=("own", "size"), log_own=("log_own", "median"), children=("children", "mean"))
         )
@@ -169,10 +174,10 @@ def _site_shifts(ref: pd.DataFrame, obs: pd.DataFrame) -> dict[str, tuple[float,
     A call site is an operation of the entity as reached from one calling span (its service and
     operation; roots form their own site). The spread is the operation's own, over all its reference
     spans (a site's few spans cannot estimate one), and never under `LATENCY_FLOOR`."""
-    ref = ref.assign(log_own=np.log(ref["own"] + EPSILON))
-    obs = obs.assign(log_own=np.log(obs["own"] + EPSILON))
+    ref, obs = _with_log_own(ref), _with_log_own(obs)
     op = ref.groupby(["entity", "name"])["log_own"]
-    mad = op.agg(lambda x: float(np.median(np.abs(x - np.median(x)))))
+    # Each operation's MAD, vectorised (no Python call per group).
+    mad = (ref["log_own"] - op.transform("median")).abs().groupby([ref["entity"], ref["name"]]).median()
     enough = op.size() >= MIN_SPANS
     spread = (mad * MAD_TO_SIGMA).clip(lower=LATENCY_FLOOR)[enough].rename("spread")
     ceiling = op.max()[enough].rename("ceiling")
