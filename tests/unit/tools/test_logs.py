@@ -313,15 +313,20 @@ def test_statement_ids_and_trace_markers_are_read_only_where_the_source_declares
     assert short("TraceID: <ID> placed", Conventions()) == "TraceID: placed"
 
 
+def _order_paid(t: float, i: int) -> list[LogRecord]:
+    """One normal request of `order` (its INFO line) and `pay`'s line for it, at `t`."""
+    return [
+        _line(t, "order", Severity.INFO, f"o.OrderServiceImpl#41 [create][order created] id {i}"),
+        _line(t + 0.1, "pay", Severity.INFO, f"p.PayServiceImpl#12 [pay][paid] amount {i}"),
+    ]
+
+
 def test_failed_calls_to_a_callee_that_shows_nothing_are_still_not_the_callers_own_fault() -> None:
     """`order` starts logging `No instances available for pay`: pay is not there to log anything."""
     records: list[LogRecord] = []
     for i in range(180):
         t = ONSET - 540.0 + i * 5.0
-        records.append(
-            _line(t, "order", Severity.INFO, f"o.OrderServiceImpl#41 [create][order created] id {i}")
-        )
-        records.append(_line(t + 0.1, "pay", Severity.INFO, f"p.PayServiceImpl#12 [pay][paid] amount {i}"))
+        records.extend(_order_paid(t, i))
         if t >= ONSET:
             failed = "o.OrderServiceImpl#50 [create] No instances available for pay"
             records.append(_line(t + 0.2, "order", Severity.ERROR, failed))
@@ -338,10 +343,7 @@ def test_an_own_error_line_whose_clock_reads_5xx_is_no_failed_call() -> None:
     records: list[LogRecord] = []
     for i in range(180):
         t = ONSET - 540.0 + i * 5.0
-        records.append(
-            _line(t, "order", Severity.INFO, f"o.OrderServiceImpl#41 [create][order created] id {i}")
-        )
-        records.append(_line(t + 0.1, "pay", Severity.INFO, f"p.PayServiceImpl#12 [pay][paid] amount {i}"))
+        records.extend(_order_paid(t, i))
         records.append(_line(t + 0.2, "stock", Severity.INFO, f"s.StockServiceImpl#9 [take][taken] n {i}"))
         if t >= ONSET:
             thrown = "o.OrderServiceImpl#50 [create][IllegalStateException in order]"
