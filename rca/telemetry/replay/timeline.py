@@ -10,8 +10,8 @@ recording (RCD `normal.csv`, PetShop `noissue/`) is placed to end `NORMAL_GAP` b
 begins, as the history a live cluster keeps, where a live investigation reads its baseline.
 
 Prometheus starts on the backfilled data a little after `now`; nothing arrives after `now`, so the rules
-read the latest value within the lookback delta, as an instant selector reads a gauge's latest sample
-(`last_over_time` over the signal). The windows:
+read the worst value within the lookback delta (see `rules`), which still holds the last full rate window
+while the alert is pending. The windows:
 
 - scrape step `step`: the case's median metric interval in whole seconds (1 s RCD, 60 s Nezha and
   ChangeRCA, 300 s PetShop); every series is written on the grid `now - k * step`, as a scrape gives.
@@ -27,7 +27,7 @@ read the latest value within the lookback delta, as an instant selector reads a 
   pending evaluation, `now` being up to one `resolution` old), evaluated every `resolution` =
   `max(step, 15 s)`.
 - `--query.lookback-delta`: Prometheus's default 5 m, or two scrape intervals when those are longer (a
-  gauge sampled every 5 m would otherwise vanish between its samples); the rules' latest-value window is
+  gauge sampled every 5 m would otherwise vanish between its samples); the rules' worst-value window is
   the same.
 """
 
@@ -99,7 +99,7 @@ class Timeline:
 
     @property
     def lookback_delta(self) -> float:
-        """`--query.lookback-delta` for this replay, and the rules' latest-value window."""
+        """`--query.lookback-delta` for this replay, and the rules' worst-value window."""
         return max(DEFAULT_LOOKBACK, 2 * self.step)
 
     def snap(self, times: FloatArray, step: float | None = None) -> FloatArray:

@@ -90,9 +90,9 @@ def test_the_anomaly_expression_reads_the_latest_value_against_the_baseline_hour
     expo = with_series((HTTP_SERVER, {"service_name": "front", "http_response_status_code": "200"}))
     (latency,) = signals(expo, "front", "shop", TIMELINE.window)
     expr = anomaly_expr(latency, TIMELINE)
-    current = f"last_over_time(({latency.expr})[5m:1m])"
+    worst = f"max_over_time(({latency.expr})[5m:1m])"  # latency goes bad upwards
     baseline = f"quantile_over_time(0.5, ({latency.expr})[1h:1m] offset 7m)"
-    assert expr.startswith(f"({current} - {baseline})")
+    assert expr.startswith(f"({worst} - {baseline})")
     assert ">= 4\nand count_over_time(" in expr
     assert "0.025 * abs(quantile_over_time(0.5," in expr
     assert "/ 1.349" in expr
