@@ -38,7 +38,7 @@ from bench.stack import free_port, running_stack  # noqa: E402
 from rca.telemetry.cases import CaseRef, load_case, read_index  # noqa: E402
 
 # `for: 1m` + a 15 s evaluation + Alertmanager's 10 s group_wait, with room for a loaded machine (as the
-# end-to-end test, tests/live/test_replay_alert.py).
+# end-to-end test, tests/live/test_replay_alert.py and test_live_end_to_end.py).
 ALERT_WAIT = 150.0
 INVESTIGATION_WAIT = 300.0
 

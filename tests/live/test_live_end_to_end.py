@@ -1,6 +1,9 @@
-"""One recorded case end to end through the live path: replayed into a real Prometheus, its alert routed by a
-real Alertmanager to Rootline's webhook with an intake token, the incident investigated live (Prometheus
-only: metrics, service-graph topology), and the root cause asserted."""
+"""Recorded cases end to end through the live path: replayed into real Prometheus servers, their alerts
+routed by real Alertmanagers to Rootline's webhook with an intake token, and one incident investigated live
+(Prometheus only: metrics, service-graph topology) with its root cause asserted.
+
+The two replays run side by side, so the suite waits for `for: 1m` and Alertmanager's group wait once:
+one watched through its request series, one through its containers only."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from django.test import override_settings
 
 from rca.incidents.investigations import run_investigation
 from tests.live.conftest import StartAlertmanager, StartPrometheus
-from tests.live.test_replay_alert import replay_until_incident
+from tests.live.test_replay_alert import assert_notified_by_alertmanager, replay_until_incidents
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -24,18 +27,28 @@ DATA_DIR: Path | None = settings.ROOTLINE_DATA_DIR
 # (the topology).
 CASE = "nezha/2022-08-22/05"
 ROOT_CAUSE = "cartservice"
+# A Sock Shop case (1 s data, ten minutes long): its front end records CPU and memory only, so its rules
+# watch its containers (its memory deviates throughout, z ~ 16).
+CONTAINERS_ONLY = "rcd/carts-cpu/1"
 
 
 @pytest.mark.skipif(DATA_DIR is None, reason="no public data folder (ROOTLINE_DATA_DIR)")
-def test_a_replayed_case_is_alerted_investigated_live_and_its_root_cause_found(
+def test_replayed_cases_are_alerted_and_one_investigated_live_finds_its_root_cause(
     live_server: Any, prometheus: StartPrometheus, alertmanager: StartAlertmanager, tmp_path: Path
 ) -> None:
     started = time.monotonic()
-    manifest, prom, incident = replay_until_incident(CASE, live_server, prometheus, alertmanager, tmp_path)
+    requests, containers = replay_until_incidents(
+        [CASE, CONTAINERS_ONLY], live_server, prometheus, alertmanager, tmp_path
+    )
     notified = time.monotonic()
-    assert incident.recorded_case in (None, {})  # a live incident: nothing of the recording travels with it
-    investigation = incident.investigations.get()
-    with override_settings(ROOTLINE_LIVE_TELEMETRY={"prometheus": {"url": prom.url}}):
+    for replayed in (requests, containers):
+        assert_notified_by_alertmanager(replayed)
+    container_rules = {a.labels["alertname"] for a in containers.incident.alerts.all()}
+    assert container_rules
+    assert container_rules <= {"CPUAnomaly", "MemoryAnomaly"}
+
+    investigation = requests.incident.investigations.get()
+    with override_settings(ROOTLINE_LIVE_TELEMETRY={"prometheus": {"url": requests.prometheus.url}}):
         run_investigation(investigation.pk)
     investigation.refresh_from_db()
     took = time.monotonic() - notified
@@ -44,5 +57,5 @@ def test_a_replayed_case_is_alerted_investigated_live_and_its_root_cause_found(
     assert investigation.topology["origin"] == "service-graph metrics (prometheus)"
     assert investigation.backends["prometheus"] == "configured"
     assert investigation.root_cause_entity == ROOT_CAUSE
-    assert manifest["case"]["case_id"] == CASE
-    print(f"replay to incident {notified - started:.0f} s, live investigation {took:.1f} s")
+    assert requests.manifest["case"]["case_id"] == CASE
+    print(f"replays to incidents {notified - started:.0f} s, live investigation {took:.1f} s")

@@ -68,17 +68,25 @@ def test_a_worker_investigates_an_imported_case_once(tmp_path: Path) -> None:
 
 
 def test_killed_worker_mid_investigation_is_redelivered_and_completes_once(tmp_path: Path) -> None:
-    incident = _import("nezha", "nezha/2023-01-29/01")  # the largest recorded case: seconds of work
+    incident = _import("petshop", "petshop/high_traffic/train/issue_2")
     investigation = incident.investigations.get()
-    first = start_worker(tmp_path / "first.log", "w1")
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    # The first worker holds the investigation between its work and its write, whatever the machine's
+    # speed, and is killed there: nothing acknowledged, nothing stored.
+    # The redelivered copy finds the dead worker's claim and looks again a stale period later: 5 s, not
+    # the default 30 s, keeps the test short.
+    stale = {"ROOTLINE_HEARTBEAT_STALE_S": "5"}
+    env = worker_env(ROOTLINE_TEST_PAUSE_DIR=str(gate), **stale)
+    first = start_worker(tmp_path / "first.log", "w1", env=env, app="tests.faults.worker_app")
     try:
-        wait_for(lambda: _status(investigation) == "running", 90, "the first worker to start")
-        stop(first, signal.SIGKILL)  # mid-investigation: nothing acknowledged, nothing stored
+        wait_for(lambda: (gate / "reached").exists(), 90, "the first worker to finish its loop")
+        stop(first, signal.SIGKILL)
     finally:
         stop(first, signal.SIGKILL)
     assert _status(investigation) == "running"
     assert not Hypothesis.objects.filter(investigation=investigation).exists()
-    second = start_worker(tmp_path / "second.log", "w2")
+    second = start_worker(tmp_path / "second.log", "w2", env=worker_env(**stale))
     try:
         wait_for(lambda: _status(investigation) == "succeeded", 120, "the redelivered investigation")
     finally:
