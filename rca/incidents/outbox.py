@@ -65,6 +65,11 @@ def dispatch(investigation_id: int) -> bool:
     return True
 
 
+# The claims of this process's runs in progress (a claim is made in `claim`, its run ends with its
+# `keep_alive`). Set membership is atomic under the GIL, so a threaded pool shares it safely.
+_RUNNING_HERE: set[str] = set()
+
+
 def _stale(now: datetime) -> Q:
     """Investigations whose task was lost: sent long ago and still queued, or running in silence."""
     rel = settings.ROOTLINE_RELIABILITY
@@ -144,12 +149,24 @@ def worker_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+def _ended_here(claimed_by: str) -> bool:
+    """Whether a claim is this process's own, left by a run that is no longer in progress (its result
+    could not be written: the database went away under it). Only this process can know that its run
+    ended; any other waits for the claim's heartbeat to go stale."""
+    here = f"{socket.gethostname()}:{os.getpid()}:"
+    return claimed_by.startswith(here) and claimed_by not in _RUNNING_HERE
+
+
 def done_or_taken(investigation: Investigation) -> bool:
     """Whether a task for this investigation has nothing to do: it succeeded already, a live worker
     runs it, or a re-run replaced it."""
     if investigation.status == Investigation.Status.SUCCEEDED:
         return True
-    if investigation.status == Investigation.Status.RUNNING and not is_stuck(investigation):
+    if (
+        investigation.status == Investigation.Status.RUNNING
+        and not is_stuck(investigation)
+        and not _ended_here(investigation.claimed_by)
+    ):
         log.info(
             "investigation %s is being run by %s: not run twice", investigation.pk, investigation.claimed_by
         )
@@ -174,6 +191,7 @@ def claim(investigation: Investigation) -> str | None:
     investigation.save(
         update_fields=["status", "started_at", "heartbeat_at", "claimed_by", "progress", "error"]
     )
+    _RUNNING_HERE.add(mine)  # until its `keep_alive` ends
     return mine
 
 
@@ -205,6 +223,7 @@ def keep_alive(investigation_id: int, mine: str) -> Iterator[None]:
     try:
         yield
     finally:
+        _RUNNING_HERE.discard(mine)
         stop.set()
         thread.join()
 

@@ -4,6 +4,7 @@ crashes and restarts in tests/faults/)."""
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -11,7 +12,7 @@ from django.utils import timezone
 
 from celery_app.app import app
 from rca.incidents.models import AuditEvent, Incident, Investigation
-from rca.incidents.outbox import claim, dispatch_pending, stuck
+from rca.incidents.outbox import claim, dispatch_pending, keep_alive, stuck
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 EARLIER = datetime(2025, 1, 1, tzinfo=UTC)
@@ -71,6 +72,29 @@ def test_a_claim_refuses_a_duplicate_while_its_worker_lives(incident: Incident) 
     assert second is not None
     assert second != first
     Investigation.objects.filter(pk=investigation.pk).update(status="succeeded")
+    investigation.refresh_from_db()
+    assert claim(investigation) is None
+
+
+def test_a_claim_this_process_left_behind_is_taken_at_once(incident: Incident) -> None:
+    """A run whose result could not be stored (the database went away) leaves its claim with a fresh
+    heartbeat; the retry in the same process knows that run ended and need not wait for it to go stale.
+    Another process's claim still holds until then."""
+    investigation = incident.investigations.create(attempt_key="x:1", status="queued")
+    first = claim(investigation)
+    assert first is not None
+    with keep_alive(investigation.pk, first):
+        investigation.refresh_from_db()
+        assert claim(investigation) is None  # in progress here
+    investigation.refresh_from_db()
+    assert investigation.claimed_by == first  # never released
+    assert investigation.status == "running"
+    retried = claim(investigation)
+    assert retried is not None
+    assert retried != first
+    elsewhere = f"{retried.split(':')[0]}:{os.getpid() + 1}:0123abcd"  # another worker process
+    now = timezone.now()
+    Investigation.objects.filter(pk=investigation.pk).update(claimed_by=elsewhere, heartbeat_at=now)
     investigation.refresh_from_db()
     assert claim(investigation) is None
 
