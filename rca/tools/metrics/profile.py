@@ -263,6 +263,16 @@ def callers_see(ctx: ToolContext, entity: str) -> float | None:
     return max(waits, default=None)
 
 
+def unseen_by_callers(ctx: ToolContext, entity: str, family: Family) -> bool:
+    """Whether a latency of the entity's own is one its callers do not wait on: they measure their calls
+    to it per edge and none of those waits rose beyond noise. A delayed entity's callers wait longer by
+    about its delay; a rise they do not wait on cannot be what they (and the symptom) suffer."""
+    if family is not Family.LATENCY:
+        return False
+    seen = callers_see(ctx, entity)
+    return seen is not None and seen < KNEE
+
+
 def _client_wait(
     ctx: ToolContext,
     series_by_key: dict[tuple[str, str | None], MetricSeries],

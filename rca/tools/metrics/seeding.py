@@ -13,7 +13,14 @@ from rca.telemetry.model import Direction, TelemetryError
 from rca.tools.base import ToolContext
 from rca.tools.faults import EXPLAINS, FAMILIES_OF_KIND, KIND_OF_FAMILY, FaultKind, symptom_family
 from rca.tools.metrics.analysis import FamilyFinding
-from rca.tools.metrics.profile import metric_profile, own_short_reference_z, own_z, silent, spans_disown
+from rca.tools.metrics.profile import (
+    metric_profile,
+    own_short_reference_z,
+    own_z,
+    silent,
+    spans_disown,
+    unseen_by_callers,
+)
 from rca.tools.stats import KNEE, Family, family_of
 
 log = logging.getLogger(__name__)
@@ -34,7 +41,8 @@ def scores(ctx: ToolContext) -> dict[str, float]:
             (
                 w * max(own_z(ctx, e, f)[0], own_short_reference_z(ctx, e, f))
                 for f, w in weights.items()
-                if spans_disown(ctx, e, f) is None  # a latency its spans do not show
+                # neither a latency its spans do not show nor one its callers do not wait on
+                if spans_disown(ctx, e, f) is None and not unseen_by_callers(ctx, e, f)
             ),
             default=0.0,
         )

@@ -10,7 +10,6 @@ from rca.tools.faults import EXPLAINS, FAMILIES_OF_KIND, FaultKind, named_sympto
 from rca.tools.graph import is_view
 from rca.tools.metrics.analysis import FamilyFinding, dominance_for, origin_score
 from rca.tools.metrics.profile import (
-    callers_see,
     error_burst,
     metric_profile,
     onset_of,
@@ -20,6 +19,7 @@ from rca.tools.metrics.profile import (
     runner_up,
     silent,
     spans_disown,
+    unseen_by_callers,
     worse_change_elsewhere,
 )
 from rca.tools.stats import KNEE, Family
@@ -73,9 +73,7 @@ class MetricsTool:
         symptom = named_symptom(ctx.alert.metric)
         partial = symptom is not None and EXPLAINS[symptom].get(family, 0.0) < 1.0
         span_z = spans_disown(ctx, hypothesis.entity, family)
-        # A latency of its own that none of its callers waits on cannot be what they suffer.
-        seen = callers_see(ctx, hypothesis.entity) if family is Family.LATENCY else None
-        unseen_by_callers = seen is not None and seen < KNEE
+        unwaited = unseen_by_callers(ctx, hypothesis.entity, family)
         # A fault-kind claim (a hypothesis below a service) asks which kind is the fault, not whether the
         # entity is an origin: a kind that another kind at the same entity explains is its symptom.
         cause = own_cause(ctx, hypothesis) if hypothesis.parent_id is not None else None
@@ -87,7 +85,7 @@ class MetricsTool:
                 ("no data before onset", not finding.anchored),
                 (f"{family.value} explains a {symptom.value if symptom else ''} alert only in part", partial),
                 (f"own span time moved {span_z or 0.0:.1f} sigma", span_z is not None),
-                ("none of its callers waits longer on it", unseen_by_callers),
+                ("none of its callers waits longer on it", unwaited),
             )
             if applies
         ]

@@ -20,6 +20,7 @@ from rca.tools.metrics.analysis import (
 )
 from rca.tools.metrics.profile import metric_profile, own_z, short_reference_z, silent, spans_disown
 from rca.tools.metrics.seeding import kind_hint
+from rca.tools.metrics.seeding import scores as metric_scores
 from rca.tools.metrics.tool import MetricsTool
 from rca.tools.stats import (
     CONTESTED,
@@ -274,6 +275,26 @@ def test_a_latency_none_of_its_callers_waits_on_cannot_prove_it_the_origin() -> 
         result = MetricsTool().run(context(source), hypothesis)
         scores.append(result.signals["anomaly_score"])
     assert scores[0] <= CONTESTED < scores[1]
+
+
+def test_a_latency_none_of_its_callers_waits_on_does_not_seed_it_ahead_of_the_one_they_wait_on() -> None:
+    """Seeding ranks by the same rule the proof applies: back's server latency rises 0.5 s but front, which
+    measures its calls to it, waits no longer on back; front waits 0.3 s longer on cart, whose own
+    latency rose 0.3 s. back's larger rise does not reach the symptom, so cart ranks first."""
+    quiet = ("o1", "o2", "o3")
+    callees = ("back", "cart", *quiet)
+    source = _latency_source(
+        {
+            "front": {_wait("front", c): (0.01, 0.0005, 0.3 if c == "cart" else 0.0) for c in callees},
+            "back": {"latency_p90": (0.01, 0.0005, 0.5)},
+            "cart": {"latency_p90": (0.01, 0.0005, 0.3)},
+            **{c: {"latency_p90": (0.01, 0.0005, 0.0)} for c in quiet},
+        },
+        tuple(("front", c) for c in callees),
+    )
+    ranked = metric_scores(context(source))
+    assert ranked["back"] == 0.0
+    assert ranked["cart"] > 3.0
 
 
 def test_a_request_counter_at_zero_throughout_leaves_the_volume_unknown() -> None:
