@@ -74,8 +74,8 @@ def live_case(data: Path, ref: CaseRef, token: str, webhook: str, folder: Path) 
         Path(paths["prometheus_config"]), Path(paths["tsdb"]), prom_port, folder, manifest["prometheus_flags"]
     )
     try:
-        # A rule that does not hold now will not fire: the replay writes nothing after its present, so
-        # each rule's `last_over_time` value only lapses from here (waiting ALERT_WAIT would tell the same).
+        # A rule that does not hold at the replayed present is taken as not firing: nothing is written
+        # after it, so later evaluations read only thinner rate windows of the same data.
         rules = yaml.safe_load(Path(paths["rules"]).read_text())["groups"][0]["rules"]
         if not any(prom.get("/api/v1/query", query=rule["expr"])["data"]["result"] for rule in rules):
             return None
