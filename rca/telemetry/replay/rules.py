@@ -15,10 +15,10 @@ Each signal alerts, `for: 1m`, when its worst value within the lookback delta (t
 that goes bad upwards, the lowest for one that goes bad downwards) as a robust z-score against the
 baseline hour (see `timeline`) reaches the threshold of the recorded alert rule
 (`rca.telemetry.recorded.alerting`: 4, in its bad direction, with the same 2.5 % floor on the spread and
-at least 3 baseline points). The spread is the interquartile
-range / 1.349 (a normal distribution's IQR in standard deviations), since PromQL has no median absolute
-deviation; latency, CPU and memory are floored at 2.5 % of their median, an error ratio at 2.5 % of the
-success ratio (as the recorded rule floors a success rate).
+at least 3 baseline points). The spread is the interquartile range / 1.349 (a normal distribution's IQR
+in standard deviations), since PromQL has no median absolute deviation; latency, CPU and memory are
+floored at 2.5 % of their median, an error ratio at 2.5 % of the success ratio (as the recorded rule
+floors a success rate).
 
 Why the worst value and not the latest: the replayed data ends when the replay is written, so a rate
 evaluated after that reads a window holding ever fewer samples, and the latest value drifts while the
