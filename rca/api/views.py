@@ -390,7 +390,12 @@ class IncidentViewSet(viewsets.ReadOnlyModelViewSet[Incident]):
 
     @extend_schema(
         request=s.AssignSerializer,
-        responses={200: s.IncidentListSerializer, **_errors(400, 401, 404), **_WORKFLOW_REFUSED},
+        responses={
+            200: s.IncidentListSerializer,
+            **_errors(400, 401, 404),
+            **_WORKFLOW_REFUSED,
+            **UNREADABLE_BODY,
+        },
         summary="Assign an incident",
         description="Make an active responder or approver own the incident, or nobody (null); "
         "audited as `incident.assigned` with the previous and the new owner.",
@@ -406,7 +411,12 @@ class IncidentViewSet(viewsets.ReadOnlyModelViewSet[Incident]):
 
     @extend_schema(
         request=s.NoteSerializer,
-        responses={200: s.IncidentListSerializer, **_errors(400, 401, 404), **_WORKFLOW_REFUSED},
+        responses={
+            200: s.IncidentListSerializer,
+            **_errors(400, 401, 404),
+            **_WORKFLOW_REFUSED,
+            **UNREADABLE_BODY,
+        },
         summary="Resolve an incident",
         description="Resolve an open or investigating incident by hand, with an optional note; audited "
         "as `incident.resolved`.",
@@ -424,7 +434,12 @@ class IncidentViewSet(viewsets.ReadOnlyModelViewSet[Incident]):
 
     @extend_schema(
         request=s.NoteSerializer,
-        responses={200: s.IncidentListSerializer, **_errors(400, 401, 404), **_WORKFLOW_REFUSED},
+        responses={
+            200: s.IncidentListSerializer,
+            **_errors(400, 401, 404),
+            **_WORKFLOW_REFUSED,
+            **UNREADABLE_BODY,
+        },
         summary="Reopen an incident",
         description="Reopen a resolved incident (its acknowledgement cleared), unless its alert group has "
         "another active incident; audited as `incident.reopened`.",
