@@ -193,6 +193,14 @@ def deviation(
     return Deviation(z=z, baseline=med, observed=observed, relative=relative, spread=spread)
 
 
+def deviation_from(
+    reference: MetricSeries, window: FloatArray, direction: Direction, relative_floor: float = RELATIVE_FLOOR
+) -> Deviation | None:
+    """`deviation` of `window` from the values of the `reference` series, its spread floored at the
+    reference's own `reference_floor` (bucket resolution, error-ratio floor)."""
+    return deviation(reference.values, window, direction, relative_floor, reference_floor(reference))
+
+
 def peak_z(
     baseline: FloatArray,
     window: FloatArray,

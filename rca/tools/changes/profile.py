@@ -28,7 +28,7 @@ from rca.tools.changes.analysis import (
     split_instances,
 )
 from rca.tools.facts import ChangeFact, ChangeFacts
-from rca.tools.stats import Family, deviation, family_of, reference_floor, squash
+from rca.tools.stats import Family, deviation_from, family_of, squash
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ def _service_level(
             continue
         family, direction = kind
         before = s.within(pre)
-        dev = deviation(before.values, s.within(after).values, direction, resolution=reference_floor(before))
+        dev = deviation_from(before, s.within(after).values, direction)
         if dev is None:
             continue
         result = FamilyCanary(family, s.name, None, dev, len(s.within(after)), 0, weight=BASELINE_ONLY_WEIGHT)

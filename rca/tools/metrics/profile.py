@@ -45,6 +45,7 @@ from rca.tools.stats import (
     Family,
     change_point,
     deviation,
+    deviation_from,
     family_of,
     floor_for,
     peak_z,
@@ -93,9 +94,9 @@ def symptom_quiet_before_onset(ctx: ToolContext) -> bool:
             base = bases.get((s.name, s.instance))
             if s.name != ctx.alert.metric or base is None:
                 continue
-            floor, resolution = floor_for(kind[0]), reference_floor(base)
-            before = deviation(base.values, median_of(s.within(pre).values), kind[1], floor, resolution)
-            since = deviation(base.values, s.within(after).values, kind[1], floor, resolution)
+            floor = floor_for(kind[0])
+            before = deviation_from(base, median_of(s.within(pre).values), kind[1], floor)
+            since = deviation_from(base, s.within(after).values, kind[1], floor)
             if before is not None and since is not None and before.z < KNEE and since.z >= CLEAR * KNEE:
                 quiet = True
     ctx.cache[key] = quiet
@@ -152,13 +153,7 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
         family, direction = kind
         window = series.within(ctx.incident)
         resolution = reference_floor(base)
-        dev = deviation(
-            base.values,
-            window.values,
-            direction,
-            floor_for(family),
-            resolution,
-        )
+        dev = deviation(base.values, window.values, direction, floor_for(family), resolution)
         if dev is None:
             continue
         if family is Family.MEMORY:
@@ -209,15 +204,10 @@ def _edge_waits(ctx: ToolContext, caller: str) -> dict[str, tuple[Deviation, Met
         base = bases.get((series.name, series.instance))
         if callee is None or base is None:
             continue
-        dev = deviation(
-            base.values,
-            series.within(ctx.incident).values,
-            Direction.UP,
-            floor_for(Family.LATENCY),
-            reference_floor(base),
-        )
+        seen = series.within(ctx.incident)
+        dev = deviation_from(base, seen.values, Direction.UP, floor_for(Family.LATENCY))
         if dev is not None and (callee not in out or dev.z > out[callee][0].z):
-            out[callee] = (dev, series.within(ctx.incident))
+            out[callee] = (dev, seen)
     ctx.cache[key] = out
     return out
 
@@ -284,13 +274,7 @@ def _client_wait(
     client, base = series_by_key.get(key), baselines.get(key)
     if client is None or base is None or client.unit != server.unit:
         return None
-    return deviation(
-        base.values,
-        client.within(ctx.incident).values,
-        Direction.UP,
-        floor_for(Family.LATENCY),
-        reference_floor(base),
-    )
+    return deviation_from(base, client.within(ctx.incident).values, Direction.UP, floor_for(Family.LATENCY))
 
 
 def silent(ctx: ToolContext, entity: str) -> FamilyFinding | None:
