@@ -140,6 +140,34 @@ class Written:
     path: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class Skipped:
+    """A fault that makes no case, and why."""
+
+    reason: str
+
+
+UNREACHABLE = Skipped("no call path from the entry reaches the entity")
+NO_ALERT = Skipped("the fault's effect never tripped the alert rule")
+# On every signal the rule fires at least as early on the same rows without the fault: the case's
+# alert would be the normal period's own, and its ground truth would name a fault that did not cause it.
+NOT_ITS_ALERT = Skipped("the rule fires as early on the fault-free rows: the alert is not the fault's")
+
+
+def caused_by_fault(faulted: Sequence[Signal], clean: Sequence[Signal], window: TimeWindow) -> bool:
+    """Whether the fault itself trips the alert rule inside `window`: on some symptom signal the rule
+    fires with the fault (`faulted`) and, on the same rows without it (`clean`, in the same order),
+    later or never. A fault that only rides on a firing of the normal rows' own makes no case."""
+    for with_fault, without in zip(faulted, clean, strict=True):
+        fired = rule_alert([with_fault], window)
+        if fired is None:
+            continue
+        anyway = rule_alert([without], window)
+        if anyway is None or anyway.fired_at > fired.fired_at:
+            return True
+    return False
+
+
 @dataclass
 class Draw:
     """The random parts of one injection."""
@@ -225,8 +253,8 @@ class Injector(Protocol):
         """The entities a fault of `kind` can be injected into."""
         ...
 
-    def write(self, fault: Fault, out: Path) -> Written | None:
-        """Write the case under `out`; None when the fault made no incident (no alert would fire)."""
+    def write(self, fault: Fault, out: Path) -> Written | Skipped:
+        """Write the case under `out`, or say why the fault makes no case."""
         ...
 
 
@@ -235,7 +263,7 @@ class Suite:
     """What `generate` wrote."""
 
     cases: list[Written] = field(default_factory=list)
-    skipped: list[tuple[Fault, str]] = field(default_factory=list)
+    skipped: list[tuple[Fault, Skipped]] = field(default_factory=list)
 
 
 def plan(injector: Injector, kinds: Iterable[Kind], seed: int, limit: int = MAX_ENTITIES) -> list[Fault]:
@@ -259,7 +287,7 @@ def generate(
     kinds: Iterable[Kind] = tuple(Kind),
     limit: int = MAX_ENTITIES,
     entities: Sequence[str] = (),
-    on_case: Callable[[Fault, Written | None], None] | None = None,
+    on_case: Callable[[Fault, Written | Skipped], None] | None = None,
 ) -> Suite:
     """Write a synthetic suite under `out`: case folders, `cases_index.csv`, `propagation_paths.csv`."""
     out.mkdir(parents=True, exist_ok=True)
@@ -270,8 +298,8 @@ def generate(
             if entities and fault.entity not in entities:
                 continue
             written = injector.write(fault, out)
-            if written is None:
-                suite.skipped.append((fault, "the fault's effect never tripped the alert rule"))
+            if isinstance(written, Skipped):
+                suite.skipped.append((fault, written))
             else:
                 suite.cases.append(written)
             if on_case is not None:

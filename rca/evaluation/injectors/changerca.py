@@ -26,10 +26,15 @@ import numpy as np
 import pandas as pd
 
 from rca.evaluation.inject import (
+    NO_ALERT,
+    NOT_ITS_ALERT,
+    UNREACHABLE,
     Draw,
     Fault,
     Kind,
+    Skipped,
     Written,
+    caused_by_fault,
     digraph,
     draw,
     index_row,
@@ -83,21 +88,22 @@ class ChangeRcaInjector:
         reach = {FRONT_END} | (nx.descendants(g, FRONT_END) if FRONT_END in g else set())
         return sorted(set(self._services(case)) & reach)
 
-    def write(self, fault: Fault, out: Path) -> Written | None:
-        """Write the case of `fault` under `out` (None when its effect never trips the alert)."""
+    def write(self, fault: Fault, out: Path) -> Written | Skipped:
+        """Write the case of `fault` under `out`, unless its effect never trips the alert (before the
+        recording ends) or the alert would fire as early without it."""
         d = draw(fault)
         case = self.cases[int(d.rng.integers(len(self.cases)))]
         g = self._graph(case)
         path = injected_path(g, fault.entity, FRONT_END, d.rng)
         if path is None or fault.entity not in self._services(case):
-            return None
+            return UNREACHABLE
         record = read_record(case / f"{case.name}.json")
         first_release = min((r.release_time for r in releases(record)), default=float("inf"))
         src = _read(str(case / "source_success.csv.gz"))
         times = src.index.to_numpy(dtype=np.float64)
         normal = times[times < first_release]
         if normal.size < BASELINE_ROWS + 4:
-            return None
+            return NO_ALERT  # too short a period before the case's own releases for a rule to fire
         start, end = float(normal[0]), float(normal[-1]) + STEP
         release_at = float(normal[BASELINE_ROWS]) + float(d.rng.uniform(0.0, STEP))
         others = [s for s in self._services(case) if s != fault.entity]
@@ -146,26 +152,18 @@ class ChangeRcaInjector:
         shutil.copyfile(case / "dependency.csv.gz", case_out / "dependency.csv.gz")
 
         front = _read(str(case_out / "source_success.csv.gz"))
-        ftimes = front.index.to_numpy(dtype=np.float64)
-        base = ftimes < release_at
-        signals = [
-            Signal(
-                FRONT_END,
-                f"client_success_rate{{{c}}}",
-                ftimes,
-                front[c].to_numpy(dtype=np.float64),
-                front[c].to_numpy(dtype=np.float64)[base],
-                Direction.DOWN,
-            )
-            for c in front.columns
-            if c.startswith(f"{FRONT_END}_")
-        ]
-        fired = rule_alert(signals, TimeWindow(float(ftimes[base][-1]) if base.any() else start, end))
-        if fired is None:
-            return None
-        detected = float(np.ceil(fired.fired_at / STEP) * STEP) + STEP  # `for: 1m`, on whole minutes
-        if detected >= end:  # the recording ends before the alert would fire: no incident in it
-            return None
+        scan = _scan(front, release_at, TimeWindow(start, end))
+        signals = _front_signals(front, release_at)
+        fired = rule_alert(signals, scan)
+        # `for: 1m`, on whole minutes; a recording that ends before the alert would fire holds no incident
+        detected = float(np.ceil(fired.fired_at / STEP) * STEP) + STEP if fired is not None else end
+        skipped = NO_ALERT if fired is None or detected >= end else None
+        fault_free = _window(_read(str(case / "source_success.csv.gz")), start, end)
+        if skipped is None and not caused_by_fault(signals, _front_signals(fault_free, release_at), scan):
+            skipped = NOT_ITS_ALERT
+        if skipped is not None:
+            shutil.rmtree(case_out)  # no case: none of its files stay
+            return skipped
         before = [p for svc_pods in pods.values() for p in svc_pods]
         (case_out / f"{case_out.name}.json").write_text(
             json.dumps(
@@ -194,6 +192,31 @@ class ChangeRcaInjector:
         )
         row["root_cause_detail"] = f"defective release among: {','.join(sorted([fault.entity, *companions]))}"
         return Written(row, path)
+
+
+def _front_signals(front: pd.DataFrame, release_at: float) -> list[Signal]:
+    """The front end's client success rates (each of its call edges), against the rows before the
+    release."""
+    base = front.index.to_numpy(dtype=np.float64) < release_at
+    return [
+        Signal(
+            FRONT_END,
+            f"client_success_rate{{{c}}}",
+            front.index.to_numpy(dtype=np.float64),
+            front[c].to_numpy(dtype=np.float64),
+            front[c].to_numpy(dtype=np.float64)[base],
+            Direction.DOWN,
+        )
+        for c in front.columns
+        if c.startswith(f"{FRONT_END}_")
+    ]
+
+
+def _scan(front: pd.DataFrame, release_at: float, case: TimeWindow) -> TimeWindow:
+    """Where the rule looks: from the last row before the release to the case's end."""
+    times = front.index.to_numpy(dtype=np.float64)
+    before = times[times < release_at]
+    return TimeWindow(float(before[-1]) if before.size else case.start, case.end)
 
 
 def _window(frame: pd.DataFrame, start: float, end: float) -> pd.DataFrame:

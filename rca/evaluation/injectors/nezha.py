@@ -37,10 +37,15 @@ import pandas as pd
 from rca.evaluation.inject import (
     CPU_LATENCY_PER_CORE,
     MAGNITUDES,
+    NO_ALERT,
+    NOT_ITS_ALERT,
+    UNREACHABLE,
     Draw,
     Fault,
     Kind,
+    Skipped,
     Written,
+    caused_by_fault,
     delayed_share,
     digraph,
     draw,
@@ -52,7 +57,7 @@ from rca.evaluation.inject import (
     utc,
 )
 from rca.telemetry.cases import CaseRef, load_case, read_index
-from rca.telemetry.model import Alert, Direction, TimeWindow
+from rca.telemetry.model import Direction, TimeWindow
 from rca.telemetry.recorded.alerting import Signal
 from rca.telemetry.recorded.nezha import BASELINE_BEFORE, ENTRY, MINUTE, _day, service_of
 from rca.telemetry.recorded.source import parse_go_times
@@ -72,6 +77,9 @@ CASE_MINUTES = 3  # a Nezha case window is three minute files
 # handful of spans a minute).
 NORMAL_BEFORE = 20 * MINUTE
 NORMAL_MINUTES = CASE_MINUTES
+# Draws of a case's normal period until one whose own rows do not trip the alert rule: if half of a
+# day's periods are quiet, 20 draws all fail once in a million cases.
+QUIET_DRAWS = 20
 SERVER_LATENCY = ("PodServerLatencyP90(s)", "PodServerLatencyP95(s)", "PodServerLatencyP99(s)")
 CLIENT_LATENCY = ("PodClientLatencyP90(s)", "PodClientLatencyP95(s)", "PodClientLatencyP99(s)")
 FRONT_LATENCY = ("LatencyP50(s)", "LatencyP90(s)", "LatencyP95(s)", "LatencyP99(s)")
@@ -174,24 +182,33 @@ class NezhaInjector:
         return self.last_injection + SETTLE, float(front["_t"].max())
 
     # --- writing ----------------------------------------------------------------------------------
-    def write(self, fault: Fault, out: Path) -> Written | None:
-        """Write the case of `fault` under `out` (None when its effect never trips the alert)."""
+    def write(self, fault: Fault, out: Path) -> Written | Skipped:
+        """Write the case of `fault` under `out`, unless its effect never trips the alert or the alert
+        would fire as early without it."""
         d = draw(fault)
         path = self._path(fault.entity, d.rng)
         if path is None:
-            return None
+            return UNREACHABLE
         first, last = self._normal_range()
         front = self._table(str(self.metric_dir / "front_service.csv.gz"))
         tick = float(np.median(np.mod(front["_t"].to_numpy(dtype=np.float64), MINUTE)))
-        src_end = float(np.floor(d.rng.uniform(first + BEFORE + 2 * MINUTE, last - AFTER) / MINUTE) * MINUTE)
         number = SYSTEM_DAYS[self.name] + list(Kind).index(fault.kind) * 1000 + fault.number
         new_day = FIRST_DAY + timedelta(days=number)
         shift = (
             datetime(new_day.year, new_day.month, new_day.day, tzinfo=UTC) - _midnight(self.day)
         ).total_seconds()
-        minutes = [src_end + shift + k * MINUTE for k in range(CASE_MINUTES)]  # minute-file ends
-        onset = minutes[0] - MINUTE + tick + float(d.rng.uniform(5.0, MINUTE - 5.0))
-        keep = (src_end - BEFORE, src_end + AFTER)
+        # An incident starts from a quiet system: the period is redrawn while its own rows trip the rule.
+        for _ in range(QUIET_DRAWS):
+            src_end = float(
+                np.floor(d.rng.uniform(first + BEFORE + 2 * MINUTE, last - AFTER) / MINUTE) * MINUTE
+            )
+            minutes = [src_end + shift + k * MINUTE for k in range(CASE_MINUTES)]  # minute-file ends
+            onset = minutes[0] - MINUTE + tick + float(d.rng.uniform(5.0, MINUTE - 5.0))
+            keep = (src_end - BEFORE, src_end + AFTER)
+            clean = self._window(self.metric_dir / "front_service.csv.gz", keep, shift)
+            scan = self._scan(clean, minutes, onset, tick)
+            if rule_alert(self._front_signals(clean, scan), scan) is None:
+                break
         day = new_day.isoformat()
         pod = sorted(p for p in self.pods if service_of(p) == fault.entity)
         target_pod = pod[int(d.rng.integers(len(pod)))]
@@ -214,18 +231,12 @@ class NezhaInjector:
         }
         # The alert rule on the entry's symptom, as the loader applies it: a fault whose effect never
         # trips it makes no incident, and nothing of it is written.
-        front_out = frames["front_service.csv.gz"]
-        times = front_out["_t"].to_numpy(dtype=np.float64)
-        if self.has_traces:  # the loader's rule over the case minutes, against the 30 minutes before
-            scan = TimeWindow(minutes[0] - MINUTE + tick, minutes[-1] + tick)
-        else:  # Online Boutique: from the onset's row on, the rule that dates its `detected T`
-            scan = TimeWindow(
-                float(times[times <= onset].max()) if (times <= onset).any() else float(times.min()),
-                float(times.max()) + MINUTE,
-            )
-        fired = self._front_alert(front_out, scan)
+        signals = self._front_signals(frames["front_service.csv.gz"], scan)
+        fired = rule_alert(signals, scan)
         if fired is None:
-            return None
+            return NO_ALERT
+        if not caused_by_fault(signals, self._front_signals(clean, scan), scan):
+            return NOT_ITS_ALERT  # no quiet period was drawn, and the fault adds nothing to its alert
 
         metric_out = out / "nezha" / "rca_data" / day / "metric"
         metric_out.mkdir(parents=True, exist_ok=True)
@@ -269,12 +280,23 @@ class NezhaInjector:
         row["root_cause_detail"] = target_pod
         return Written(row, path)
 
-    def _front_alert(self, front: pd.DataFrame, scan: TimeWindow) -> Alert | None:
-        """The shared rule's alert on the entry's symptom rows inside `scan`, against the
-        `BASELINE_BEFORE` before it (the loader's baseline); None when it fires nothing there."""
+    def _scan(self, front: pd.DataFrame, minutes: list[float], onset: float, tick: float) -> TimeWindow:
+        """Where the alert rule looks for the case's alert."""
+        if self.has_traces:  # the loader's rule over the case minutes, against the 30 minutes before
+            return TimeWindow(minutes[0] - MINUTE + tick, minutes[-1] + tick)
+        # Online Boutique: from the onset's row on, the rule that dates its `detected T`
+        times = front["_t"].to_numpy(dtype=np.float64)
+        return TimeWindow(
+            float(times[times <= onset].max()) if (times <= onset).any() else float(times.min()),
+            float(times.max()) + MINUTE,
+        )
+
+    def _front_signals(self, front: pd.DataFrame, scan: TimeWindow) -> list[Signal]:
+        """The entry's symptom signals the shared rule reads inside `scan`, each against the
+        `BASELINE_BEFORE` before it (the loader's baseline)."""
         times = front["_t"].to_numpy(dtype=np.float64)
         base = (times < scan.start) & (times >= scan.start - BASELINE_BEFORE)
-        signals = [
+        return [
             Signal(
                 self.entry,
                 metric,
@@ -286,7 +308,6 @@ class NezhaInjector:
             for col, metric, direction in FRONT_SIGNALS
             if col in front
         ]
-        return rule_alert(signals, scan)
 
     def _window(self, path: Path, keep: tuple[float, float], shift: float) -> pd.DataFrame:
         frame = self._table(str(path))

@@ -21,10 +21,15 @@ import pandas as pd
 
 from rca.evaluation.inject import (
     CAPACITY,
+    NO_ALERT,
+    NOT_ITS_ALERT,
+    UNREACHABLE,
     Draw,
     Fault,
     Kind,
+    Skipped,
     Written,
+    caused_by_fault,
     delayed_share,
     digraph,
     draw,
@@ -87,14 +92,15 @@ class PetShopInjector:
             common = reach if common is None else common & reach
         return sorted(common or ())
 
-    def write(self, fault: Fault, out: Path) -> Written | None:
-        """Write the case of `fault` under `out` (None when its effect never trips the alert)."""
+    def write(self, fault: Fault, out: Path) -> Written | Skipped:
+        """Write the case of `fault` under `out`, unless its effect never trips the alert or the alert
+        would fire as early without it."""
         d = draw(fault)
         regime = self.regimes[int(d.rng.integers(len(self.regimes)))]
         g = self.graphs[regime]
         path = injected_path(g, fault.entity, FRONT_END, d.rng)
         if path is None:
-            return None
+            return UNREACHABLE
         normal = self._normal(regime)
         split = int(len(normal) * BASELINE_SHARE)
         base_dir = out / "petshop" / regime
@@ -108,26 +114,17 @@ class PetShopInjector:
         times = window.index.to_numpy(dtype=np.float64)
         onset = float(times[1] + d.rng.uniform(0.0, STEP))
         profile = step_profile(times, onset, STEP)
+        clean = window.copy()
         _apply(window, fault, path, g, profile, d)
 
-        onset_row = float(times[1])
-        signals = []
-        for column, direction, _family in ALERT_SIGNALS:
-            key = (FRONT_END, *column)
-            if key in window.columns:
-                signals.append(
-                    Signal(
-                        FRONT_END,
-                        _family,
-                        times,
-                        window[key].to_numpy(dtype=np.float64),
-                        normal.iloc[:split][key].to_numpy(dtype=np.float64),
-                        direction,
-                    )
-                )
-        alert = rule_alert(signals, TimeWindow(onset_row, float(times[-1]) + STEP))
+        scan = TimeWindow(float(times[1]), float(times[-1]) + STEP)  # from the onset's row on
+        baseline = normal.iloc[:split]
+        signals = _alert_signals(window, baseline)
+        alert = rule_alert(signals, scan)
         if alert is None:
-            return None
+            return NO_ALERT
+        if not caused_by_fault(signals, _alert_signals(clean, baseline), scan):
+            return NOT_ITS_ALERT
         # A 5-minute datapoint is evaluated once its period has data: the alarm lies inside the row
         # it fired on, not before the onset.
         fired = max(alert.fired_at, onset) + float(d.rng.uniform(0.0, 60.0))
@@ -172,6 +169,23 @@ def _descendants(g: nx.DiGraph, node: str) -> set[str]:
 
 def _columns(frame: pd.DataFrame, node: str, metric: str) -> list[tuple[str, str, str]]:
     return [(str(c[0]), str(c[1]), str(c[2])) for c in frame.columns if c[0] == node and c[1] == metric]
+
+
+def _alert_signals(window: pd.DataFrame, baseline: pd.DataFrame) -> list[Signal]:
+    """The entry's symptom signals in `window` that the alert rule reads, against `baseline`."""
+    times = window.index.to_numpy(dtype=np.float64)
+    return [
+        Signal(
+            FRONT_END,
+            family,
+            times,
+            window[key].to_numpy(dtype=np.float64),
+            baseline[key].to_numpy(dtype=np.float64),
+            direction,
+        )
+        for column, direction, family in ALERT_SIGNALS
+        if (key := (FRONT_END, *column)) in window.columns
+    ]
 
 
 def _apply(

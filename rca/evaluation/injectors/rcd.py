@@ -20,9 +20,11 @@ import pandas as pd
 
 from rca.evaluation.inject import (
     CPU_LATENCY_PER_CORE,
+    UNREACHABLE,
     Draw,
     Fault,
     Kind,
+    Skipped,
     Written,
     digraph,
     draw,
@@ -65,12 +67,13 @@ class RcdInjector:
         wanted = "cpu" if kind is Kind.CPU else "mem"
         return sorted(e for e in reach if self._has(e, wanted))
 
-    def write(self, fault: Fault, out: Path) -> Written | None:
-        """Write the case of `fault` under `out` (None when its effect never trips the alert)."""
+    def write(self, fault: Fault, out: Path) -> Written | Skipped:
+        """Write the case of `fault` under `out` (the loader's rule names its alert, as for recorded
+        cases); skipped only when the entry never reaches the entity."""
         d = draw(fault)
         path = injected_path(self.graph, fault.entity, FRONT_END, d.rng)
         if path is None:
-            return None
+            return UNREACHABLE
         first, second = d.rng.choice(len(self.normals), size=2, replace=False)
         normal = pd.read_csv(self.normals[int(first)])
         faulty = pd.read_csv(self.normals[int(second)])

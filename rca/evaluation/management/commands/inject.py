@@ -10,7 +10,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from typing_extensions import override
 
-from rca.evaluation.inject import MAX_ENTITIES, Fault, Kind, Written, generate
+from rca.evaluation.inject import MAX_ENTITIES, Fault, Kind, Skipped, Written, generate
 from rca.evaluation.injectors import INJECTORS
 
 
@@ -63,9 +63,9 @@ class Command(BaseCommand):
         kinds = [Kind(k) for k in options["kind"]] or list(Kind)
         verbosity = int(options["verbosity"])
 
-        def report(fault: Fault, written: Written | None) -> None:
+        def report(fault: Fault, written: Written | Skipped) -> None:
             if verbosity >= 2:
-                state = "written" if written is not None else "no alert fired: skipped"
+                state = f"skipped: {written.reason}" if isinstance(written, Skipped) else "written"
                 self.stdout.write(f"{fault.case_id:40s} {fault.entity:50s} {state}")
 
         injectors = [INJECTORS[name](Path(data)) for name in systems]
@@ -73,6 +73,7 @@ class Command(BaseCommand):
         counts = Counter((w.row["case_id"].split("/")[1], w.row["fault_type"]) for w in suite.cases)
         for (system, kind), n in sorted(counts.items()):
             self.stdout.write(f"{system:10s} {kind:12s} {n:4d} cases")
-        self.stdout.write(
-            f"{len(suite.cases)} cases written to {out}, {len(suite.skipped)} skipped (no alert)"
-        )
+        reasons = Counter(skipped.reason for _, skipped in suite.skipped)
+        self.stdout.write(f"{len(suite.cases)} cases written to {out}, {len(suite.skipped)} skipped")
+        for reason, n in sorted(reasons.items()):
+            self.stdout.write(f"  {n:4d} skipped: {reason}")
