@@ -263,6 +263,34 @@ def unseen_by_callers(ctx: ToolContext, entity: str, family: Family) -> bool:
     return seen is not None and seen < KNEE
 
 
+# A delay adds along the call chain: a request waits an origin's rise once per call it makes to it in
+# sequence, so the symptom's latency rises by about the origin's rise times those calls. With at most
+# this many sequential calls per request assumed (an order of magnitude of fan-out), an entity whose own
+# latency rose by less than this share of the symptom's rise cannot be the delay behind it.
+MAX_SEQUENTIAL_CALLS = 10.0
+
+
+def short_of_symptom(ctx: ToolContext, entity: str, finding: FamilyFinding) -> tuple[float, float] | None:
+    """The entity's latency rise and the alerting entity's, when the first (times `MAX_SEQUENTIAL_CALLS`)
+    is too small to account for the second; None when it is not, or the two cannot be compared (another
+    family, the alerting entity itself, an alert on another family, a symptom that did not slow down,
+    rises in different units)."""
+    symptom = ctx.alert.entity
+    if finding.family is not Family.LATENCY or entity == symptom or not finding.unit:
+        return None
+    named = family_of(ctx.alert.metric or "")
+    if named is not None and named[0] is not Family.LATENCY:
+        return None  # another symptom's size says nothing of how long a request waits
+    theirs = metric_profile(ctx, symptom).findings.get(Family.LATENCY)
+    if theirs is None or theirs.unit != finding.unit:
+        return None
+    mine = finding.deviation.observed - finding.deviation.baseline
+    their = theirs.deviation.observed - theirs.deviation.baseline
+    if their <= 0 or mine * MAX_SEQUENTIAL_CALLS >= their:
+        return None
+    return mine, their
+
+
 def _client_wait(
     ctx: ToolContext,
     series_by_key: dict[tuple[str, str | None], MetricSeries],

@@ -17,6 +17,7 @@ from rca.tools.metrics.profile import (
     own_z,
     peer_noise,
     runner_up,
+    short_of_symptom,
     silent,
     spans_disown,
     unseen_by_callers,
@@ -74,6 +75,13 @@ class MetricsTool:
         partial = symptom is not None and EXPLAINS[symptom].get(family, 0.0) < 1.0
         span_z = spans_disown(ctx, hypothesis.entity, family)
         unwaited = unseen_by_callers(ctx, hypothesis.entity, family)
+        short = short_of_symptom(ctx, hypothesis.entity, finding)
+        too_little = (
+            f"its latency rose {short[0]:.3g} {finding.unit} against the alerting entity's {short[1]:.3g}: "
+            "too little to account for it"
+            if short is not None
+            else ""
+        )
         # A fault-kind claim (a hypothesis below a service) asks which kind is the fault, not whether the
         # entity is an origin: a kind that another kind at the same entity explains is its symptom.
         cause = own_cause(ctx, hypothesis) if hypothesis.parent_id is not None else None
@@ -86,6 +94,7 @@ class MetricsTool:
                 (f"{family.value} explains a {symptom.value if symptom else ''} alert only in part", partial),
                 (f"own span time moved {span_z or 0.0:.1f} sigma", span_z is not None),
                 ("none of its callers waits longer on it", unwaited),
+                (too_little, short is not None),
             )
             if applies
         ]

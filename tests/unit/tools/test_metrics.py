@@ -3,6 +3,8 @@ that the entity's own spans do not show, and the lead a resource family needs.""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -275,6 +277,38 @@ def test_a_latency_none_of_its_callers_waits_on_cannot_prove_it_the_origin() -> 
         result = MetricsTool().run(context(source), hypothesis)
         scores.append(result.signals["anomaly_score"])
     assert scores[0] <= CONTESTED < scores[1]
+
+
+def test_a_latency_rise_far_smaller_than_the_symptoms_cannot_prove_it_the_origin() -> None:
+    """front's latency rises 1 s (a noisy series: its own part, net of its wait on back, stays below
+    back's in sigmas). back's rises 0.05 s, 100 sigma of its quiet baseline, and front waits that much
+    longer on it: ten calls in sequence per request would still explain half a second at most, so the
+    metrics cannot prove back the origin. A rise of 0.6 s can be what front suffers."""
+    hypothesis = Hypothesis(id="h", entity="back", fault_kind="latency")
+    quiet = ("o1", "o2", "o3")
+    callees = ("back", *quiet)
+    sources = [
+        _latency_source(
+            {
+                "front": {
+                    "latency_p90": (0.05, 0.05, 1.0),
+                    **{_wait("front", c): (0.01, 0.0005, rise if c == "back" else 0.0) for c in callees},
+                },
+                "back": {"latency_p90": (0.01, 0.0005, rise)},
+                **{c: {"latency_p90": (0.01, 0.0005, 0.0)} for c in quiet},
+            },
+            tuple(("front", c) for c in callees),
+        )
+        for rise in (0.05, 0.6)
+    ]
+    small, large = (MetricsTool().run(context(source), hypothesis) for source in sources)
+    assert small.signals["anomaly_score"] <= CONTESTED < large.signals["anomaly_score"]
+    assert "too little to account for it" in small.summary
+    assert "too little" not in large.summary
+    # An alert on another family says nothing of how long a request waits: the rule stays out of it.
+    on_errors = context(sources[0])
+    on_errors = replace(on_errors, alert=replace(on_errors.alert, metric="error_rate"))
+    assert "too little" not in MetricsTool().run(on_errors, hypothesis).summary
 
 
 def test_a_latency_none_of_its_callers_waits_on_does_not_seed_it_ahead_of_the_one_they_wait_on() -> None:
