@@ -86,7 +86,13 @@ def test_a_worker_killed_mid_investigation_loses_nothing(stack: Stack, which: st
         pytest.skip(f"public datasets not found at {DATA}")
     dataset, case = LONG_CASES[which]
     before, restarts = stack.redispatched(), stack.child("worker").restarts
-    stack.import_case(dataset, case, DATA)
+    # The worker is paused while the case is imported: on a busy machine the import command took
+    # longer to exit than the investigation took to run, which was over before this test looked for it.
+    worker = stack.kill("worker", signal.SIGSTOP)
+    try:
+        stack.import_case(dataset, case, DATA)
+    finally:
+        os.kill(worker, signal.SIGCONT)
     claim = running_claim(stack, dataset)
     if which == "child":
         os.kill(int(claim.split(":")[1]), signal.SIGKILL)  # the pool process running it
