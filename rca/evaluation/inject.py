@@ -114,6 +114,11 @@ CAPACITY = 2.0
 # A CPU hog's effect on the entity's own latency: each extra core of contention adds this share of
 # its normal latency (run-queue wait, Little's law at fixed throughput).
 CPU_LATENCY_PER_CORE = 1.0
+# A memory leak's effect on the entity's own latency: each normal footprint of leaked memory adds this
+# share of its normal latency. The collector's work grows with the live set it traces and competes with
+# the requests for the same CPU, as a core of contention does (CPU_LATENCY_PER_CORE): a leak that has
+# doubled the footprint doubles the latency. It grows with the leak, so the memory leads the latency.
+MEMORY_LATENCY_PER_FOOTPRINT = 1.0
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ import pandas as pd
 from rca.evaluation.inject import (
     CPU_LATENCY_PER_CORE,
     MAGNITUDES,
+    MEMORY_LATENCY_PER_FOOTPRINT,
     NO_ALERT,
     NOT_ITS_ALERT,
     UNREACHABLE,
@@ -223,7 +224,7 @@ class NezhaInjector:
             # Copies numbered after the case minutes' so that no copy's ids repeat one of theirs.
             normal_records = self._minutes(pool, normal, d, first_copy=len(minutes))
         added = self._added_latency(fault, d, target_pod, keep, spans)
-        effects = _Effects(fault, d, path, target_pod, onset, added, share, reached)
+        effects = _Effects(fault, d, path, target_pod, onset, added, share, reached, keep[1] + shift)
 
         frames = {
             name: effects.metrics(name, self._window(self.metric_dir / name, keep, shift))
@@ -325,7 +326,7 @@ class NezhaInjector:
         """Seconds the fault adds to each request through the entity (and so to its callers')."""
         if fault.kind is Kind.LATENCY:
             return d.magnitude
-        if fault.kind is not Kind.CPU:
+        if fault.kind not in (Kind.CPU, Kind.MEMORY):
             return 0.0
         frame = self._table(str(self.metric_dir / f"{pod}_metric.csv.gz"))
         rows = frame[(frame["_t"] >= keep[0]) & (frame["_t"] < keep[1])]
@@ -336,7 +337,8 @@ class NezhaInjector:
             normal = float(np.median(spans.loc[spans["entity"] == fault.entity, "Duration"])) / 1e6
         else:
             normal = 0.0
-        return CPU_LATENCY_PER_CORE * d.magnitude * normal
+        per_unit = CPU_LATENCY_PER_CORE if fault.kind is Kind.CPU else MEMORY_LATENCY_PER_FOOTPRINT
+        return per_unit * d.magnitude * normal  # a leak's, at its full growth
 
     # --- TrainTicket logs and traces ---------------------------------------------------------------
     def _construct(self, kind: str) -> tuple[Path, float]:
@@ -533,9 +535,14 @@ class _Effects:
         added: float,
         share: float,
         reached: Reached | None = None,
+        leak_end: float | None = None,
     ) -> None:
         self.fault, self.d, self.path, self.pod, self.onset = fault, d, path, pod, onset
         self.added, self.share = added, share
+        # A leak grows from onset to the end of the written rows (its full magnitude there).
+        if fault.kind is Kind.MEMORY and leak_end is None:
+            raise ValueError("a memory leak needs the end of the rows it grows over (leak_end)")
+        self.leak_end = leak_end if leak_end is not None else onset
         self.callers = set(path[1:])
         # A fault in one operation on one caller chain (latency, errors) reaches only the requests
         # that took that chain: a service's metrics move by what that share of its requests shows.
@@ -543,7 +550,13 @@ class _Effects:
         self.reached = reached if reached is not None and per_request else Reached()
 
     def _profile(self, frame: pd.DataFrame) -> np.ndarray:
-        return step_profile(frame["_t"].to_numpy(dtype=np.float64), self.onset, MINUTE)
+        return self._at(frame["_t"].to_numpy(dtype=np.float64))
+
+    def _at(self, times: np.ndarray) -> np.ndarray:
+        """The share of the fault's full effect at `times`: a step at onset, or a leak's growth."""
+        if self.fault.kind is Kind.MEMORY:
+            return ramp_profile(times, self.onset, self.leak_end)
+        return step_profile(times, self.onset, MINUTE)
 
     def _add(self, frame: pd.DataFrame, columns: tuple[str, ...], amount: np.ndarray, reached: float) -> None:
         for col in columns:
@@ -573,9 +586,7 @@ class _Effects:
                 frame["CpuUsage(m)"] = usage + extra
                 frame["CpuUsageRate(%)"] = rate + extra * per_milli
             if kind is Kind.MEMORY:
-                growth = ramp_profile(
-                    frame["_t"].to_numpy(dtype=np.float64), self.onset, float(frame["_t"].max())
-                )
+                growth = profile
                 for col in ("MemoryUsage(Mi)", "MemoryUsageRate(%)"):
                     base = float(np.nanmedian(frame[col].to_numpy(dtype=np.float64)))
                     frame[col] = frame[col] + d.magnitude * base * growth * d.jitter(n)
@@ -625,8 +636,9 @@ class _Effects:
                 hit.append(sid)
         if not hit:
             return spans, logs
-        if kind in (Kind.LATENCY, Kind.CPU) and self.added > 0:
-            spans = _delay(spans, hit, parent, self.added, self.d)
+        if kind in (Kind.LATENCY, Kind.CPU, Kind.MEMORY) and self.added > 0:
+            starts = spans.set_index("SpanID").loc[hit, "StartTimeUnixNano"].to_numpy(dtype=np.float64)
+            spans = _delay(spans, hit, parent, self.added * self._at(starts / 1e9), self.d)
         elif kind in (Kind.ERRORS, Kind.POD_FAILURE):
             share = self.d.magnitude if kind is Kind.ERRORS else 1.0
             failing = [s for s in hit if self.d.rng.random() < share] or hit[:1]
@@ -704,18 +716,19 @@ def _descendants(spans: pd.DataFrame, roots: list[str]) -> set[str]:
 
 
 def _delay(
-    spans: pd.DataFrame, hit: list[str], parent: dict[str, str], added: float, d: Draw
+    spans: pd.DataFrame, hit: list[str], parent: dict[str, str], added: np.ndarray, d: Draw
 ) -> pd.DataFrame:
-    """Each hit span ends later by the delay; its ancestors end later by as much, and every span of the
-    trace that started after the hit span ended is moved by it (the request waited)."""
+    """Each hit span ends later by its delay (`added`, in the order of `hit`); its ancestors end later
+    by as much, and every span of the trace that started after the hit span ended is moved by it (the
+    request waited)."""
     spans = spans.copy()
     start = spans["StartTimeUnixNano"].to_numpy(dtype=np.int64).copy()
     end = spans["EndTimeUnixNano"].to_numpy(dtype=np.int64).copy()
     index = {sid: i for i, sid in enumerate(spans["SpanID"])}
     trace = spans["TraceID"].to_numpy()
-    for sid in hit:
+    for sid, amount in zip(hit, added, strict=True):
         i = index[sid]
-        delay = int(max(0.0, added * float(d.jitter(1)[0])) * 1e9)
+        delay = int(max(0.0, float(amount) * float(d.jitter(1)[0])) * 1e9)
         old_end = end[i]
         later = (trace == trace[i]) & (start >= old_end)
         start[later] += delay

@@ -18,6 +18,7 @@ from django.core.management.base import CommandError
 from rca.evaluation.ground_truth import ground_truth
 from rca.evaluation.inject import (
     INDEX_COLUMNS,
+    MEMORY_LATENCY_PER_FOOTPRINT,
     NO_ALERT,
     NOT_ITS_ALERT,
     Draw,
@@ -447,3 +448,42 @@ def test_a_trainticket_service_shows_what_the_share_of_its_requests_on_the_chain
     )
     out = failing.metrics("front_service.csv.gz", front.copy())
     assert out["SuccessRate(%)"].mean() == pytest.approx(100.0 * (1.0 - 0.4 * 0.05))
+
+
+def test_a_memory_leak_slows_its_entity_as_it_grows_so_the_memory_leads_the_latency() -> None:
+    """The leaked memory grows linearly from onset to the end of the rows; the entity's own latency and
+    its callers' rise with it (collection work grows with the live set), from nothing at onset to the
+    full `MEMORY_LATENCY_PER_FOOTPRINT` share of the normal latency per footprint at the end."""
+    times = 60.0 * np.arange(11)  # onset at 0, the rows end at 600
+    pod = pd.DataFrame(
+        {
+            "_t": times,
+            "MemoryUsage(Mi)": 100.0,
+            "MemoryUsageRate(%)": 10.0,
+            "PodServerLatencyP90(s)": 0.2,
+            "PodServerLatencyP95(s)": 0.2,
+            "PodServerLatencyP99(s)": 0.2,
+        }
+    )
+    leak = _Effects(
+        Fault("nezha-ob", Kind.MEMORY, "cart-service", 0),
+        Draw(np.random.default_rng(0), 1.0),
+        ("cart-service", "front-service"),
+        "cart-service-7c9a-y2",
+        0.0,
+        MEMORY_LATENCY_PER_FOOTPRINT * 1.0 * 0.2,  # as `_added_latency` draws it: magnitude 1, 0.2 s normal
+        0.0,
+        leak_end=600.0,
+    )
+    out = leak.metrics("cart-service-7c9a-y2_metric.csv.gz", pod.copy())
+    memory = out["MemoryUsage(Mi)"].to_numpy()
+    latency = out["PodServerLatencyP90(s)"].to_numpy()
+    assert memory[0] == pytest.approx(100.0)
+    assert latency[0] == pytest.approx(0.2)
+    assert memory[5] == pytest.approx(150.0, rel=0.35)
+    assert latency[5] == pytest.approx(0.3, rel=0.1)
+    assert memory[-1] == pytest.approx(200.0, rel=0.35)
+    assert latency[-1] == pytest.approx(0.4, rel=0.1)
+    assert np.all(np.diff(latency[::5]) > 0)
+    with pytest.raises(ValueError, match="leak_end"):
+        _Effects(leak.fault, leak.d, leak.path, leak.pod, 0.0, 0.1, 0.0)
