@@ -56,7 +56,11 @@ def test_replayed_cases_are_alerted_and_one_investigated_live_finds_its_root_cau
     assert investigation.status == investigation.Status.SUCCEEDED, investigation.error
     assert investigation.topology["origin"] == "service-graph metrics (prometheus)"
     assert investigation.backends["prometheus"] == "configured"
-    # the ranked candidates travel in the message, so a miss says what the engine weighed instead
-    assert investigation.root_cause_entity == ROOT_CAUSE, (investigation.gate, investigation.candidates[:4])
+    # what the engine weighed travels in the message (in full: a repr would be cut), so a miss says why
+    weighed = f"alert {investigation.incident.onset}; gate {investigation.gate}; " + "; ".join(
+        f"{c['entity']} {c['fault_kind']} {c['score']} {c['belief']} {c['detail']}"
+        for c in investigation.candidates[:4]
+    )
+    assert investigation.root_cause_entity == ROOT_CAUSE, weighed
     assert requests.manifest["case"]["case_id"] == CASE
     print(f"replays to incidents {notified - started:.0f} s, live investigation {took:.1f} s")
