@@ -161,12 +161,30 @@ def inherited_z(mine: FamilyFinding, callee: FamilyFinding) -> float:
     quiet caller turns the same rise into a far larger z. The callee's rise is therefore measured in
     the caller's spread, when both are in the same unit and the callee's deviation stands out of its
     own noise (past the knee); otherwise its z-score is all that can be compared, as before.
+
+    Nor is a rise in a higher quantile of the callee's latency than the caller's: a slower tail of the
+    callee's calls (its p99) reaches only the caller's own tail, never its median, so it cannot account
+    for a rise in the caller's p50 whatever its size in seconds.
     """
     z = max(0.0, callee.deviation.z)
     if z < KNEE or not mine.unit or mine.unit != callee.unit:
         return z
+    theirs = quantile_level(split_edge_name(callee.metric)[0])
+    ours = quantile_level(split_edge_name(mine.metric)[0])
+    if theirs is not None and ours is not None and theirs > ours:
+        return z
     rise = z * callee.deviation.spread
     return max(z, rise / mine.deviation.spread)
+
+
+def quantile_level(name: str) -> float | None:
+    """The quantile a latency metric name ends in (`latency_p99` -> 0.99), None for a mean or any other
+    statistic."""
+    m = _QUANTILE.search(name)
+    if m is None:
+        return None
+    digits = m.group(1)
+    return int(digits) / 10.0 ** len(digits)
 
 
 CLIENT_PREFIX = "client_"  # the telemetry model's name of a client-side measure (rca.tools.stats)
@@ -304,11 +322,9 @@ def too_few_for_quantile(name: str, requests: float | None) -> bool:
     """Whether a latency quantile (`..._p99`) rests on too few requests per sample to be more than the
     slowest request (p99 needs 100 requests, p90 10): it then follows single slow requests and
     histogram bucket boundaries, so its jumps say nothing about the entity. Unknown volume keeps it."""
-    m = _QUANTILE.search(name)
-    if m is None or requests is None:
+    q = quantile_level(name)
+    if q is None or requests is None:
         return False
-    digits = m.group(1)
-    q = int(digits) / 10.0 ** len(digits)
     return requests * (1.0 - q) < 1.0
 
 

@@ -279,6 +279,23 @@ def test_a_latency_none_of_its_callers_waits_on_cannot_prove_it_the_origin() -> 
     assert scores[0] <= CONTESTED < scores[1]
 
 
+def test_a_slower_tail_of_a_callee_does_not_account_for_its_callers_median() -> None:
+    """front's median rises 0.13 s; back's rises 0.25 s, in its p99 (a noisy tail, about 4 sigma). A slower
+    tail of back's calls reaches front's tail only, so front's median rise stays its own; had back's
+    median risen as much, front would merely wait on it."""
+    owns = []
+    for back_metric in ("latency_p99", "latency_p50"):
+        source = _latency_source(
+            {"front": {"latency_p50": (0.16, 0.005, 0.13)}, "back": {back_metric: (0.41, 0.05, 0.25)}}
+        )
+        own, raw, _ = own_z(context(source), "front", Family.LATENCY)
+        owns.append((own, raw))
+    (tail_own, raw), (median_own, _) = owns
+    assert raw > 10.0
+    assert tail_own > raw - 5.0  # only back's z-score (about 4) is taken off
+    assert median_own == 0.0
+
+
 def test_a_latency_rise_far_smaller_than_the_symptoms_cannot_prove_it_the_origin() -> None:
     """front's latency rises 1 s (a noisy series: its own part, net of its wait on back, stays below
     back's in sigmas). back's rises 0.05 s, 100 sigma of its quiet baseline, and front waits that much
