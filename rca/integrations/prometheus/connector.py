@@ -311,6 +311,12 @@ class PrometheusConnector:
                 out.append(({str(k): str(v) for k, v in labels.items()}, value))
             return out
 
+    def newest_scrape(self, at: float) -> float | None:
+        """When Prometheus last scraped a target, as of `at`: the newest of its own `up` samples within
+        the lookback delta (None when it holds none, e.g. data only remote-written to it)."""
+        found = self._vector("max(timestamp(up))", at, "newest scrape")
+        return found[0][1] if found else None
+
     # --- rollouts (kube-state-metrics) ---
 
     def has_rollouts(self, window: TimeWindow) -> bool:

@@ -210,6 +210,13 @@ CONVENTIONS: tuple[Signal, ...] = (
         "kube_pod_container_status_restarts_total",
     ),
 )
+SCRAPE_SERIES = (
+    "up",
+    "scrape_duration_seconds",
+    "scrape_samples_scraped",
+    "scrape_samples_post_metric_relabeling",
+    "scrape_series_added",
+)
 # Series a convention above reads, or that describe objects rather than measure an entity.
 _COVERED = frozenset(
     {s.source for s in CONVENTIONS}
@@ -234,6 +241,8 @@ _COVERED = frozenset(
         "ALERTS",
         "ALERTS_FOR_STATE",
     }
+    # What Prometheus writes about each scrape of a target: the scrape's health, not the entity's.
+    | set(SCRAPE_SERIES)
 )
 
 

@@ -154,6 +154,7 @@ class LiveSource:
         self._by_name: dict[str, Any] = {}
         self._states: dict[str, str] = {}  # backends whose queries failed, with the reason
         self._prometheus_changes: bool | None = None  # whether Prometheus serves the change history
+        self._present: float | None = None  # where the data ends (`present`)
         # Connectors by modality, in registry order (so Tempo serves traces before Jaeger).
         self._connectors: dict[Modality, list[Any]] = {}
         for system in TELEMETRY:
@@ -237,9 +238,30 @@ class LiveSource:
         return metrics if self._prometheus_changes else None
 
     def time_range(self) -> TimeWindow:
-        """A recent horizon ending now (live backends hold what their retention allows)."""
-        now = self._now()
+        """A recent horizon ending at the present (live backends hold what their retention allows)."""
+        now = self.present()
         return TimeWindow(now - self.config.horizon_seconds, now)
+
+    def present(self) -> float:
+        """Where the data ends: the wall clock, or Prometheus's newest scrape when that is older (asked
+        once per investigation). After a stall (Prometheus restarted, its scrapes or a remote write behind)
+        every query past the last scrape reads artefacts, not telemetry: a gauge's last value repeated for
+        the lookback delta, the last scrape interval's rate again and again, so that an incident window
+        ending at the wall clock would weigh the last minute more the later it is investigated."""
+        if self._present is None:
+            now = self._now()
+            newest = None
+            metrics = self._metrics
+            if isinstance(metrics, PrometheusConnector):
+                try:
+                    with self._telemetry_errors():
+                        newest = metrics.newest_scrape(now)
+                except TelemetryError:
+                    newest = None
+            # one millisecond (Prometheus's resolution) past the scrape, so that the window, open at its
+            # end, holds it
+            self._present = now if newest is None else min(now, newest + 0.001)
+        return self._present
 
     def topology(self) -> DependencyGraph:
         """The call graph, from the first source that gives edges (cached per source): recent spans of
@@ -362,7 +384,7 @@ class LiveSource:
         return sorted(out, key=lambda e: (e.time, e.entity, e.kind))
 
     def _recent(self) -> TimeWindow:
-        now = self._now()
+        now = self.present()
         return TimeWindow(now - self.config.recent_seconds, now)
 
     @contextmanager

@@ -49,6 +49,8 @@ NETWORK_TRANSMIT = Family(
 POD_OWNER = Family("kube_pod_owner", Kind.GAUGE, "Information about the Pod's owner.")
 REPLICASET_OWNER = Family("kube_replicaset_owner", Kind.GAUGE, "Information about the ReplicaSet's owner.")
 POD_LABELS = Family("kube_pod_labels", Kind.GAUGE, "Kubernetes labels converted to Prometheus labels.")
+# What Prometheus itself writes for every scrape target at every scrape.
+SCRAPE_UP = Family("up", Kind.GAUGE, "1 if the target was scraped successfully, 0 if not")
 REPLICASET_CREATED = Family("kube_replicaset_created", Kind.GAUGE, "Unix creation timestamp")
 RESOURCE_LIMITS = Family(
     "kube_pod_container_resource_limits",
@@ -602,3 +604,16 @@ def write_rollouts(
             expo.add(REPLICASET_CREATED, labels, at, np.full(at.shape, float(round(start + shift))))
             written += 1
     return written
+
+
+def write_scrape_health(expo: Exposition, grid: Callable[[float], FloatArray]) -> int:
+    """Prometheus's own `up` of every scrape job the exposition holds, on the scrape grid from the job's
+    first sample to the replayed present (`grid(start)`): 1 where the job's series have a sample, 0 where
+    the scrape found none. A live investigation reads where the data ends from it (the newest scrape), as
+    on a real cluster; returns how many jobs."""
+    jobs = expo.sample_times("job")
+    for job, times in jobs.items():
+        at = grid(float(times[0]))
+        scraped = np.isin(np.round(at * 1000), np.round(times * 1000))  # in milliseconds, as written
+        expo.add(SCRAPE_UP, {"job": job}, at, scraped.astype(np.float64))
+    return len(jobs)

@@ -125,6 +125,16 @@ class Exposition:
         wanted = set(match.items())
         return any(wanted <= set(labels) for labels in self._series.get(family.name, {}))
 
+    def sample_times(self, label: str) -> dict[str, FloatArray]:
+        """Per value of `label`, the times (unix seconds) at which a series carrying it has a sample."""
+        found: dict[str, list[npt.NDArray[np.int64]]] = {}
+        for slots in self._series.values():
+            for labels, slot in slots.items():
+                value = dict(labels).get(label)
+                if value is not None:
+                    found.setdefault(value, []).extend(slot.times)
+        return {value: np.unique(np.concatenate(times)) / 1000.0 for value, times in sorted(found.items())}
+
     def earliest(self) -> float | None:
         """The earliest sample time (unix seconds) of any series, None when nothing was added."""
         firsts = [

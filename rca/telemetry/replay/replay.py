@@ -32,7 +32,7 @@ import numpy as np
 
 from rca.telemetry.cases import CaseRef, RecordedCase, load_case
 from rca.telemetry.model import MetricSeries, Modality, TimeWindow
-from rca.telemetry.replay.conventions import ClusterWriter, combine, write_rollouts
+from rca.telemetry.replay.conventions import ClusterWriter, combine, write_rollouts, write_scrape_health
 from rca.telemetry.replay.openmetrics import Exposition
 from rca.telemetry.replay.rules import (
     alertmanager_config,
@@ -156,6 +156,7 @@ def build(case: RecordedCase, now: float) -> tuple[Exposition, Timeline, dict[st
         spans = case.source.spans(TimeWindow(0.0, math.inf), limit=sys.maxsize)
         summary = write_spans(expo, spans, timeline)
         details["spans"] = {"spans": summary.spans, "pairs": summary.pairs, "stretches": summary.stretches}
+    details["scrape_jobs"] = write_scrape_health(expo, lambda t: _grid_from(timeline, t))
     return expo, timeline, details
 
 

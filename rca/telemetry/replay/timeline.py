@@ -11,7 +11,8 @@ begins, as the history a live cluster keeps, where a live investigation reads it
 
 Prometheus starts on the backfilled data a little after `now`; nothing arrives after `now`, so the rules
 read the worst value within the lookback delta (see `rules`), which still holds the last full rate window
-while the alert is pending. The windows:
+while the alert is pending, and a live investigation ends its windows at the newest `up` sample, `now`
+(`LiveSource.present`). The windows:
 
 - scrape step `step`: the case's median metric interval in whole seconds (1 s RCD, 60 s Nezha and
   ChangeRCA, 300 s PetShop); every series is written on the grid `now - k * step`, as a scrape gives.

@@ -93,8 +93,7 @@ def test_discovery_selects_by_service_labels_and_by_the_workloads_pods(prom: Pro
         "error_ratio",
         "requests_per_second",
         "process_resident_memory_bytes",
-        "up",
-    ]
+    ]  # not `up`: Prometheus's record of each scrape, not a measure of the service
 
 
 def test_all_signals_of_an_entity_go_in_one_query(prom: PrometheusConnector) -> None:
@@ -103,8 +102,8 @@ def test_all_signals_of_an_entity_go_in_one_query(prom: PrometheusConnector) -> 
         query = mock.get("/api/v1/query_range").mock(return_value=reply("prometheus", "query_range_empty"))
         prom.metrics("cartservice", WINDOW)
     promql = parse_qs(urlsplit(str(query.calls.last.request.url)).query)["query"][0]
-    # six signals, and the bucket bounds of the two latency quantiles (their values' resolution)
-    assert promql.count('"rootline_signal"') == 6
+    # five signals, and the bucket bounds of the two latency quantiles (their values' resolution)
+    assert promql.count('"rootline_signal"') == 5
     assert promql.count('"rootline_bounds_of"') == 2
     assert "group by (le) (http_server_request_duration_seconds_bucket{" in promql
     # at the scrape interval (15 s), each interval's rate: no burst is spread over the rate window

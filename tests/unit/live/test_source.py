@@ -85,6 +85,44 @@ def test_windows() -> None:
         assert source.baseline_window(1000.0) == TimeWindow(1000.0 - 60 - 1800, 1000.0 - 60)
 
 
+def _vector(*points: float) -> httpx.Response:
+    result = [{"metric": {}, "value": [NOW, str(p)]} for p in points]
+    return httpx.Response(200, json={"status": "success", "data": {"resultType": "vector", "result": result}})
+
+
+@pytest.mark.parametrize(
+    ("newest", "present"),
+    [
+        ((NOW - 200.0,), NOW - 200.0 + 0.001),  # scrapes stalled 200 s ago: the data ends there
+        ((NOW - 5.0,), NOW - 5.0 + 0.001),  # the usual: the last scrape, seconds ago
+        ((NOW + 30.0,), NOW),  # a target clock ahead of ours: never past the wall clock
+        ((), NOW),  # no `up` within the lookback (remote-written data): the wall clock
+    ],
+)
+def test_the_present_is_prometheus_s_newest_scrape(newest: tuple[float, ...], present: float) -> None:
+    settings = {"prometheus": {"url": "http://prometheus:9090"}}
+    with _source(settings) as source, respx.mock() as mock:
+        route = mock.get("http://prometheus:9090/api/v1/query").mock(return_value=_vector(*newest))
+        assert source.present() == pytest.approx(present, abs=1e-6)
+        assert source.time_range().end == source.present()
+        assert source.baseline_window(NOW).end == NOW - source.config.baseline_gap_seconds
+    # asked once per investigation, at the wall clock
+    assert route.call_count == 1
+    sent = route.calls.last.request.url.params
+    assert sent["query"] == "max(timestamp(up))"
+    assert float(sent["time"]) == NOW
+
+
+def test_without_prometheus_or_when_it_fails_the_present_is_the_wall_clock() -> None:
+    with _source({"loki": {"url": "http://loki:3100"}}) as source:
+        assert source.present() == NOW
+    settings = {"retry": {"max_attempts": 1}, "prometheus": {"url": "http://prometheus:9090"}}
+    with _source(settings) as source, respx.mock() as mock:
+        mock.get("http://prometheus:9090/api/v1/query").mock(return_value=httpx.Response(503))
+        assert source.present() == NOW
+        assert source.backend_states()["prometheus"].startswith("unreachable")
+
+
 def _kubernetes_lists(mock: respx.MockRouter, *, empty: bool = False) -> None:
     """The Kubernetes API's Service and workload lists of namespace `shop` (empty ones: no edges)."""
     for kind in ("services", "deployments", "statefulsets", "daemonsets"):
@@ -121,7 +159,8 @@ def test_topology_from_kubernetes_services_before_the_static_file_after_the_serv
         graph_query = mock.get("http://prometheus:9090/api/v1/query").mock(return_value=empty)
         _kubernetes_lists(mock)
         graph = source.topology()
-    assert graph_query.call_count == 1  # the service-graph metrics first: none
+    # where the data ends (no scrape: the wall clock), then the service-graph metrics first: none
+    assert graph_query.call_count == 2
     assert graph.origin == "Kubernetes Services' selectors (kubernetes)"
     assert graph.has_edge("frontend", "cartservice")
     assert graph.has_edge("cartservice", "redis-cart")
@@ -227,7 +266,10 @@ def test_queries_reach_their_connectors() -> None:
         )
         mock.get("http://tempo:3200/api/search").mock(return_value=reply("tempo", "search_empty"))
         assert len(source.metrics("cartservice", WINDOW, ["process_resident_memory_bytes"])) == 2
-        assert "up" in source.metric_names("cartservice")
+        # a scrape's own series (`up`) describe the scrape, not the service
+        names = source.metric_names("cartservice")
+        assert "process_resident_memory_bytes" in names
+        assert "up" not in names
         assert len(source.logs("cartservice", WINDOW, limit=3)) == 3
         assert source.spans(WINDOW, "cartservice") == []
     assert loki.calls.last.request.headers["authorization"].startswith("Basic ")

@@ -16,6 +16,7 @@ from rca.telemetry.replay.conventions import (
     combine,
     rollout_replicasets,
     write_rollouts,
+    write_scrape_health,
 )
 from rca.telemetry.replay.openmetrics import Exposition
 from tests.unit.replay.omtext import Sample, select, values, written
@@ -261,3 +262,25 @@ def test_a_rollout_is_the_replicaset_its_pods_belong_to_created_when_it_began() 
     created = select(samples, "kube_replicaset_created", namespace="shop", replicaset="cart-v2-5d8f7c9b4")
     assert [(s.time, s.value) for s in created] == [(1140.0, 1100.0)]
     assert len(samples) == len(created)  # email's rollout began after the replayed present
+
+
+def test_every_scrape_job_gets_prometheus_s_up_until_the_replayed_present() -> None:
+    """Prometheus writes `up` for each target at every scrape, also when the scrape found nothing: 1 where
+    the job's series have a sample, 0 in its gaps, from its first sample to the present (where a live
+    investigation reads that the data ends)."""
+    writer, _ = cluster(
+        placed("cart", "cpu_millicores", "m", [100.0, 200.0, 300.0], instance=POD),
+        placed("ads", "cpu_millicores", "m", [100.0], instance="ads-6c8d9f7b5-k2m4p"),
+    )
+    grid = np.arange(0.0, 360.0, 60.0)  # the replayed present is 300
+    # cAdvisor's (the kubelet's) and kube-state-metrics' (the pods' owners)
+    assert write_scrape_health(writer.expo, lambda t: grid[grid >= t]) == 2
+    up = select(written(writer.expo), "up", job="kubelet")
+    assert [(s.time, s.value) for s in up] == [
+        (0.0, 1.0),
+        (60.0, 1.0),
+        (120.0, 1.0),
+        (180.0, 0.0),
+        (240.0, 0.0),
+        (300.0, 0.0),
+    ]
