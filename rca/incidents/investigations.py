@@ -10,7 +10,7 @@ died) is run again from the start, replacing whatever it had written.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -25,9 +25,10 @@ from django.utils import timezone
 from rca.core.actions import max_allowed_tier
 from rca.core.gate import GateExit
 from rca.incidents.models import ActionProposal, Evidence, Hypothesis, Incident, Investigation
+from rca.incidents.models import Alert as IncidentAlert
 from rca.incidents.outbox import claim, dispatch, keep_alive, still_mine
 from rca.incidents.services import record_audit
-from rca.integrations.prometheus.alerts import alert_target, expression_of
+from rca.integrations.prometheus.alerts import AlertTarget, alert_target, expression_of
 from rca.investigation.anthropic_policy import Spend, policy_factory
 from rca.investigation.document import document_of
 from rca.investigation.engine import EngineConfig, investigate
@@ -83,13 +84,12 @@ def telemetry_for(incident: Incident) -> tuple[TelemetrySource, Alert]:
     config = LiveConfig.from_mapping(settings.ROOTLINE_LIVE_TELEMETRY)
     source = LiveSource(config)
     labels = {str(k): str(v) for k, v in (incident.labels or {}).items()}
-    first = incident.alerts.order_by("starts_at", "pk").first()
-    target = alert_target(labels, first.generator_url if first else "", config.service_labels())
+    symptom, target = _symptom_alert(incident, labels, config.service_labels())
     # The onset hint: when the rule's condition began to hold (Prometheus's `activeAt`), else when the
     # alert fired; the latter lags the former by the rule's `for:` and more when the data arrived late.
     fired = incident.onset.timestamp()
-    expr = expression_of(first.generator_url) if first else None
-    own = {str(k): str(v) for k, v in (first.labels if first else {}).items()}
+    expr = expression_of(symptom.generator_url) if symptom else None
+    own = {str(k): str(v) for k, v in (symptom.labels if symptom else {}).items()}
     since = source.condition_since(expr, {**labels, **own}, fired) if expr else None
     alert = Alert(
         name=incident.title,
@@ -100,6 +100,21 @@ def telemetry_for(incident: Incident) -> tuple[TelemetrySource, Alert]:
         labels=labels,
     )
     return source, alert
+
+
+def _symptom_alert(
+    incident: Incident, labels: Mapping[str, str], service_labels: Sequence[str]
+) -> tuple[IncidentAlert | None, AlertTarget]:
+    """The alert that names the incident's symptom, with what it watches: the first to fire; of alerts
+    that fired together, one on failed requests (as within one rule's expression, `alert_target`): a
+    failure is followed down to the deepest entity that fails, while a slow or failing callee raises the
+    latency of every caller, so an error ratio and a latency alert firing at once name the failure."""
+    alerts = list(incident.alerts.order_by("starts_at", "pk"))
+    if not alerts:
+        return None, alert_target(labels, "", service_labels)
+    together = [(a, alert_target(labels, a.generator_url, service_labels)) for a in alerts]
+    together = [(a, t) for a, t in together if a.starts_at == alerts[0].starts_at]
+    return next(((a, t) for a, t in together if t.failures), together[0])
 
 
 def month_spend(now: datetime | None = None, exclude: int | None = None) -> Spend:

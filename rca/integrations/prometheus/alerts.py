@@ -39,6 +39,7 @@ class AlertTarget:
 
     metric: str | None
     entity: str | None
+    failures: bool = False  # its expression counts failed requests (an error ratio, a failures counter)
 
 
 _OPERATORS = {"Equal": "=", "NotEqual": "!=", "Re": "=~", "NotRe": "!~"}
@@ -114,12 +115,14 @@ def alert_target(labels: Mapping[str, str], generator_url: str, service_labels: 
         except ValueError:
             found = []
     metric = labels.get("metric") or None
+    failing = next((s for s in found if _failures(s)), None)
     if metric is None and found:
-        failing = next((s for s in found if _failures(s)), None)
         if failing is None:
             metric = found[0].name
         elif "fail" in failing.name:
             metric = failing.name  # a failures counter (the service graph's `..._failed_total`)
         else:
             metric = f"{failing.name}_error_ratio"
-    return AlertTarget(metric=metric, entity=_entity(labels, found, service_labels))
+    return AlertTarget(
+        metric=metric, entity=_entity(labels, found, service_labels), failures=failing is not None
+    )
