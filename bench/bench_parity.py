@@ -3,15 +3,18 @@ Rootline's webhook (gunicorn, an Alertmanager intake token), investigated live (
 against the same case investigated from its recording.
 
 Usage: .venv/bin/python bench/bench_parity.py [--data DIR] [--dataset NAME ...] [--system NAME] [--limit N]
-       [--case ID ...] [--out FILE.csv] [--recorded-without TOOL ...]
+       [--case ID ...] [--out FILE.csv] [--recorded-without TOOL ...] [--recorded-alert]
 
 Cases run one at a time (their alerts would group into one incident otherwise): replay, start both servers
 on free ports, wait for the incident the webhook opens, investigate it in this process with the live
 settings pointing at this case's Prometheus and, as the last topology source, a static topology file
-(the worker's code path, `run_investigation`), delete the
-incident, stop the servers. A case whose replayed rules do not fire within `ALERT_WAIT` counts as not
-alerted: parity is measured on the alerted cases. Prints per dataset: alerted cases, recorded vs live AC@1,
-AC@3 and confident precision, the cases confident live but not recorded, and the end-to-end time from the
+(the worker's code path, `run_investigation`), delete the incident, stop the servers. A case whose
+replayed rules do not fire within `ALERT_WAIT` counts as not alerted: parity is measured on the alerted
+cases. With `--recorded-alert`, such a case's own alert (replay.json's `recorded_alert`, at its replayed
+onset, with its signal's expression as `generatorURL`) is posted to the Alertmanager instead, so every
+case goes through Alertmanager, the webhook and the live investigation; those cases are reported apart,
+then together with the rule-alerted ones. Prints per dataset: alerted cases, recorded vs live AC@1, AC@3
+and confident precision, the cases confident live but not recorded, and the end-to-end time from the
 Alertmanager notification (the alert row's arrival) to the investigation's end (p50, p95).
 """
 
@@ -28,7 +31,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
+import httpx
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -54,8 +59,21 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
 
 
-def live_case(data: Path, ref: CaseRef, token: str, webhook: str, folder: Path) -> dict[str, Any] | None:
-    """One case through the live path; None when its replayed alert did not fire."""
+def post_recorded_alert(am_url: str, prom_url: str, recorded: dict[str, Any]) -> None:
+    """The case's own alert (the manifest's `recorded_alert`), posted to Alertmanager's v2 API as a rule
+    would send it: with a `generatorURL` carrying its expression when the replay has one."""
+    alert = {key: value for key, value in recorded.items() if key != "expr"}
+    if recorded.get("expr"):
+        alert["generatorURL"] = f"{prom_url}/graph?{urlencode({'g0.expr': recorded['expr'], 'g0.tab': 1})}"
+    response = httpx.post(f"{am_url}/api/v2/alerts", json=[alert], timeout=10.0)
+    response.raise_for_status()
+
+
+def live_case(
+    data: Path, ref: CaseRef, token: str, webhook: str, folder: Path, recorded_alert: bool = False
+) -> dict[str, Any] | None:
+    """One case through the live path; None when its replayed alert did not fire (and, with
+    `recorded_alert`, the case's own alert is posted to Alertmanager instead)."""
     from django.test import override_settings
 
     from rca.incidents.investigations import run_investigation
@@ -77,8 +95,12 @@ def live_case(data: Path, ref: CaseRef, token: str, webhook: str, folder: Path) 
         # A rule that does not hold at the replayed present is taken as not firing: nothing is written
         # after it, so later evaluations read only thinner rate windows of the same data.
         rules = yaml.safe_load(Path(paths["rules"]).read_text())["groups"][0]["rules"]
+        alerted_by = "rules"
         if not any(prom.get("/api/v1/query", query=rule["expr"])["data"]["result"] for rule in rules):
-            return None
+            if not recorded_alert:
+                return None
+            post_recorded_alert(am.url, prom.url, manifest["recorded_alert"])
+            alerted_by = "recorded alert"
         incident = None
         while incident is None and time.monotonic() - started < ALERT_WAIT:
             incident = Incident.objects.order_by("pk").last()
@@ -102,6 +124,7 @@ def live_case(data: Path, ref: CaseRef, token: str, webhook: str, folder: Path) 
             "top5": tuple(c["entity"] for c in investigation.candidates[:5]),
             "exit": investigation.exit or "failed",
             "status": investigation.status,
+            "alerted_by": alerted_by,
             "e2e_seconds": (investigation.finished_at - first.received_at).total_seconds(),
             "alert_seconds": time.monotonic() - started,
             "alerts": sorted({a.labels.get("alertname", "") for a in incident.alerts.all()}),
@@ -158,6 +181,12 @@ def main() -> int:
     parser.add_argument("--limit", type=int)
     parser.add_argument("--out", type=Path, help="write one row per case here (CSV)")
     parser.add_argument(
+        "--recorded-alert",
+        action="store_true",
+        help="when no replayed rule fires, post the case's own alert (replay.json's recorded_alert) to "
+        "Alertmanager, so every case is investigated live; reported apart from the rule-alerted cases",
+    )
+    parser.add_argument(
         "--recorded-without",
         action="append",
         default=[],
@@ -184,15 +213,18 @@ def main() -> int:
 
         print(stack.describe(), flush=True)
         for n, ref in enumerate(refs, 1):
-            key = f"{ref.dataset}/{ref.system}"
+            system = f"{ref.dataset}/{ref.system}"
             with tempfile.TemporaryDirectory(prefix="parity-") as tmp:
-                live = live_case(args.data, ref, stack.token, stack.intake_url, Path(tmp))
+                live = live_case(
+                    args.data, ref, stack.token, stack.intake_url, Path(tmp), args.recorded_alert
+                )
             if live is None:
-                skipped[key] = skipped.get(key, 0) + 1
+                skipped[system] = skipped.get(system, 0) + 1
                 print(f"[{n}/{len(refs)}] {ref.case_id}: no alert fired", flush=True)
                 continue
             recorded = evaluate_case(args.data, ref, recorded_config)
             live_row = replace(recorded, top5=live["top5"], exit=live["exit"])
+            key = system if live["alerted_by"] == "rules" else f"{system} (recorded alert posted)"
             rows.setdefault(key, []).append(
                 {"recorded": recorded, "live": live_row, "e2e": live["e2e_seconds"]}
             )
@@ -200,7 +232,7 @@ def main() -> int:
                 f"[{n}/{len(refs)}] {ref.case_id}: recorded {recorded.top5[:1]} {recorded.exit}; live "
                 f"{live_row.top5[:1]} {live_row.exit} ({live['status']}); top-1 live/recorded "
                 f"{'hit' if live_row.correct else 'miss'}/{'hit' if recorded.correct else 'miss'}; "
-                f"alerts {live['alerts']} after {live['alert_seconds']:.0f} s; "
+                f"alerts {live['alerts']} ({live['alerted_by']}) after {live['alert_seconds']:.0f} s; "
                 f"e2e {live['e2e_seconds']:.1f} s; onset hint {live['onset_lead']:.0f} s before firing; "
                 f"topology {live['topology'] or '-'}",
                 flush=True,
@@ -219,6 +251,7 @@ def main() -> int:
                                 "live_top5",
                                 "live_exit",
                                 "e2e_s",
+                                "alerted_by",
                             ]
                         )
                     writer.writerow(
@@ -230,13 +263,20 @@ def main() -> int:
                             "|".join(live_row.top5),
                             live_row.exit,
                             f"{live['e2e_seconds']:.2f}",
+                            live["alerted_by"],
                         ]
                     )
     print()
-    for key in sorted(set(rows) | set(skipped)):
+    posted = " (recorded alert posted)"
+    for key in sorted({k.removesuffix(posted) for k in rows} | set(skipped)):
         print(f"{key}: {skipped.get(key, 0)} not alerted")
         for line in summary(key, rows.get(key, [])):
             print(line)
+        if key + posted in rows:
+            for line in summary(key + posted, rows[key + posted]):
+                print(line)
+            for line in summary(f"{key} (every case)", rows.get(key, []) + rows[key + posted]):
+                print(line)
     every = [r["e2e"] for group in rows.values() for r in group]
     print(
         f"all: notification -> finished p50 {percentile(every, 0.5):.1f} s, "
