@@ -112,8 +112,11 @@ def _symptom_alert(
     alerts = list(incident.alerts.order_by("starts_at", "pk"))
     if not alerts:
         return None, alert_target(labels, "", service_labels)
-    together = [(a, alert_target(labels, a.generator_url, service_labels)) for a in alerts]
-    together = [(a, t) for a, t in together if a.starts_at == alerts[0].starts_at]
+    together = [
+        (a, alert_target(labels, a.generator_url, service_labels))
+        for a in alerts
+        if a.starts_at == alerts[0].starts_at
+    ]
     return next(((a, t) for a, t in together if t.failures), together[0])
 
 
