@@ -586,10 +586,9 @@ class _Effects:
                 frame["CpuUsage(m)"] = usage + extra
                 frame["CpuUsageRate(%)"] = rate + extra * per_milli
             if kind is Kind.MEMORY:
-                growth = profile
                 for col in ("MemoryUsage(Mi)", "MemoryUsageRate(%)"):
                     base = float(np.nanmedian(frame[col].to_numpy(dtype=np.float64)))
-                    frame[col] = frame[col] + d.magnitude * base * growth * d.jitter(n)
+                    frame[col] = frame[col] + d.magnitude * base * profile * d.jitter(n)  # the leak grows
             if kind is Kind.POD_FAILURE:
                 return frame[frame["_t"] < self.onset]  # its telemetry stops
             own = self.reached.of(service)

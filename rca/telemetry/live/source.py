@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Self, cast
+from typing import Any, Self, TypeVar, cast
 
 import yaml
 
@@ -38,6 +38,7 @@ from rca.telemetry.topology import graph_from_edges, graph_from_spans
 
 BACKENDS = tuple(system.name for system in TELEMETRY)
 _SYSTEMS = {system.name: system for system in TELEMETRY}
+_T = TypeVar("_T")
 
 
 def backend_config(system: System, raw: Mapping[str, Any]) -> BackendConfig:
@@ -230,11 +231,7 @@ class LiveSource:
         if not isinstance(metrics, PrometheusConnector) or {"kubernetes", "github"} & set(self._by_name):
             return None
         if self._prometheus_changes is None:
-            try:
-                with self._telemetry_errors():
-                    self._prometheus_changes = metrics.has_rollouts(self.time_range())
-            except TelemetryError:
-                self._prometheus_changes = False
+            self._prometheus_changes = bool(self._or_none(lambda: metrics.has_rollouts(self.time_range())))
         return metrics if self._prometheus_changes else None
 
     def time_range(self) -> TimeWindow:
@@ -250,14 +247,12 @@ class LiveSource:
         ending at the wall clock would weigh the last minute more the later it is investigated."""
         if self._present is None:
             now = self._now()
-            newest = None
             metrics = self._metrics
-            if isinstance(metrics, PrometheusConnector):
-                try:
-                    with self._telemetry_errors():
-                        newest = metrics.newest_scrape(now)
-                except TelemetryError:
-                    newest = None
+            newest = (
+                self._or_none(lambda: metrics.newest_scrape(now))
+                if isinstance(metrics, PrometheusConnector)
+                else None
+            )
             # one millisecond (Prometheus's resolution) past the scrape, so that the window, open at its
             # end, holds it
             self._present = now if newest is None else min(now, newest + 0.001)
@@ -337,11 +332,7 @@ class LiveSource:
         metrics = self._metrics
         if not isinstance(metrics, PrometheusConnector):
             return None
-        try:
-            with self._telemetry_errors():
-                return metrics.condition_since(expr, labels, at)
-        except TelemetryError:
-            return None
+        return self._or_none(lambda: metrics.condition_since(expr, labels, at))
 
     def metric_names(self, entity: str) -> Sequence[str]:
         """Metrics the metrics backend has for `entity` recently (none without one)."""
@@ -386,6 +377,14 @@ class LiveSource:
     def _recent(self) -> TimeWindow:
         now = self.present()
         return TimeWindow(now - self.config.recent_seconds, now)
+
+    def _or_none(self, ask: Callable[[], _T | None]) -> _T | None:
+        """`ask()`, or None when its backend fails (the failure is kept as the backend's state)."""
+        try:
+            with self._telemetry_errors():
+                return ask()
+        except TelemetryError:
+            return None
 
     @contextmanager
     def _telemetry_errors(self) -> Iterator[None]:
