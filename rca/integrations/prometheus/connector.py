@@ -33,7 +33,7 @@ from rca.integrations.prometheus.signals import (
     selectors_of,
     signals_for,
 )
-from rca.telemetry.model import Event, EventKind, FloatArray, MetricSeries, TimeWindow
+from rca.telemetry.model import Event, EventKind, FloatArray, MetricSeries, TimeWindow, split_edge_name
 
 # The labels that name a service, in order: OpenTelemetry's `service.name` (and `job`, which its
 # Prometheus exporters set to `service.namespace/service.name`), then Kubernetes' recommended
@@ -152,6 +152,7 @@ class PrometheusConnector:
         self._metadata: dict[str, MetricType] | None = None
         self._pods: dict[str, list[str]] = {}
         self._signals: dict[tuple[str, float, float], list[Signal]] = {}
+        self._records: dict[tuple[str, float, float], bool] = {}
         self._measured_scrape = False
 
     # --- requests, within the budget ---
@@ -272,10 +273,25 @@ class PrometheusConnector:
             with self.client.parsing("label values"):
                 names = {as_str(n, "metric name") for n in as_list(data, "data")}
             found = signals_for(names, self.metadata() if names else {})
+            # A failed share whose failures no entity ever reported is unmeasured, not 0 (see `records`).
+            found = [s for s in found if not s.failures or self.records(s.failures, window)]
             if found and not self._measured_scrape:
                 self._measure_scrape(found[0], entity, window)
             self._signals[key] = found[: self.max_signals]
         return self._signals[key]
+
+    def records(self, selector: str, window: TimeWindow) -> bool:
+        """Whether the store holds any series of `selector` (of any entity) inside `window`, asked once per
+        selector and window. Exporters create a failure series with the first failure (the service graph
+        connector's `failed_total`, a 5xx status code's), so a service without one has not failed, but
+        only where failures are recorded at all: a store with no failure series anywhere, while every
+        share of failures would read 0, may have no failure counting (an exporter without it, data
+        imported without failures), and its zeros would clear every entity unmeasured."""
+        key = (selector, window.start, window.end)
+        if key not in self._records:
+            query = f"group(present_over_time({selector}[{max(window.seconds, 1.0):.0f}s]))"
+            self._records[key] = bool(self._vector(query, window.end, "failure series"))
+        return self._records[key]
 
     def _measure_scrape(self, signal: Signal, entity: str, window: TimeWindow) -> None:
         """The scrape interval, from how many samples one of the entity's series holds over the probe
@@ -456,14 +472,17 @@ class PrometheusConnector:
         A name that is no signal of the entity (a raw metric, such as the alert's own) is read by its type.
         """
         known = self.signals(entity, window)
-        if names is None:
+        wanted = None if names is None else set(names)
+        if wanted is None:
             chosen = known
         else:
-            wanted = set(names)
             by_name = {s.name: s for s in known}
-            chosen = [by_name[n] for n in sorted(wanted & set(by_name))]
-            metadata = self.metadata() if wanted - set(by_name) else {}
-            for name in sorted(wanted - set(by_name)):
+            # an edge series is read through its signal, which gives every edge of the entity
+            signal_of = {n: split_edge_name(n)[0] for n in wanted}
+            chosen = [by_name[n] for n in sorted(set(signal_of.values()) & set(by_name))]
+            raw = sorted(n for n, base in signal_of.items() if base == n and n not in by_name)
+            metadata = self.metadata() if raw else {}
+            for name in raw:
                 chosen.extend(derived(name, metric_type(name, metadata)))
         if not chosen:
             return []
@@ -491,10 +510,11 @@ class PrometheusConnector:
         series = [
             replace(
                 s,
-                unit=units.get(s.name, s.unit),
+                unit=units.get(split_edge_name(s.name)[0], s.unit),
                 resolution=bucket_widths(s.values, bounds[s.name]) if s.name in bounds else None,
             )
             for s in series
+            if wanted is None or s.name in wanted or split_edge_name(s.name)[0] in wanted
         ]
         return sorted(series, key=lambda s: (s.name, s.instance or ""))
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from rca.integrations.parsing import quote
+from rca.telemetry.model import edge_metric_name
 
 
 class MetricType(StrEnum):
@@ -84,6 +85,12 @@ class Signal:
     by: str | None = None  # the label naming the entity in its series, instead of the entity's matchers
     # A quantile's bucket series selector (with `{sel}`): its value is known only to the bucket it falls in.
     buckets: str = ""
+    # A failed share's failure series, any entity's (no `{sel}`): their absence reads as a share of 0 only
+    # where the store records failures at all (see `PrometheusConnector.records`).
+    failures: str = ""
+    # The label naming the other end of a call edge: the signal is one series per edge, named
+    # `<name>{caller=<entity>,callee=<that label's value>}` (the tools' edge-series convention).
+    edge: str | None = None
 
 
 def _buckets(family: str, extra: str = "") -> str:
@@ -92,12 +99,21 @@ def _buckets(family: str, extra: str = "") -> str:
 
 
 def _quantile_signal(
-    name: str, family: str, q: float, unit: str, source: str, extra: str = "", by: str | None = None
+    name: str,
+    family: str,
+    q: float,
+    unit: str,
+    source: str,
+    extra: str = "",
+    by: str | None = None,
+    edge: str | None = None,
 ) -> Signal:
-    """A histogram quantile, read over the rates of its buckets (which the signal keeps, see `bounds`)."""
+    """A histogram quantile, read over the rates of its buckets (which the signal keeps, see `bounds`);
+    per value of the `edge` label when there is one."""
     buckets = _buckets(family, extra)
-    expr = f"histogram_quantile({q:g}, sum by (le) ({{per}}({buckets}[{{rate}}])))"
-    return Signal(name, expr, unit, source, by, buckets)
+    keep = f"le, {edge}" if edge else "le"
+    expr = f"histogram_quantile({q:g}, sum by ({keep}) ({{per}}({buckets}[{{rate}}])))"
+    return Signal(name, expr, unit, source, by, buckets, edge=edge)
 
 
 def _rate(series: str, extra: str = "") -> str:
@@ -123,7 +139,7 @@ def _http(family: str, prefix: str) -> tuple[Signal, ...]:
             _quantile_signal(f"{prefix}latency_{_percentile(q)}", family, q, "s", count)
             for q in reversed(QUANTILES)
         ),
-        Signal(f"{prefix}error_ratio", _ratio(count, status), "1", count),
+        Signal(f"{prefix}error_ratio", _ratio(count, status), "1", count, failures=f"{count}{{{status}}}"),
         Signal(f"{prefix}requests_per_second", _rate(count), "1/s", count),
     )
 
@@ -147,12 +163,15 @@ def _service_graph(prefix: str) -> tuple[Signal, ...]:
             "1",
             calls,
             SERVER,
+            failures=failed,
         ),
         Signal(f"{prefix}requests_per_second", _rate(calls), "1/s", calls, SERVER),
     )
 
 
 SERVER = "server"  # the service graph connector's label for the called service
+CLIENT = "client"  # and for the calling one
+SPAN_ERROR = 'status_code="STATUS_CODE_ERROR"'  # the span metrics connector's failed spans
 # Real clusters' conventions, most telling first (docs/live-conventions.md has the table the replay
 # writes; the names are the semantic conventions' and the exporters' own).
 CONVENTIONS: tuple[Signal, ...] = (
@@ -168,9 +187,10 @@ CONVENTIONS: tuple[Signal, ...] = (
     ),
     Signal(
         "span_error_ratio",
-        _ratio("traces_span_metrics_calls_total", 'status_code="STATUS_CODE_ERROR"'),
+        _ratio("traces_span_metrics_calls_total", SPAN_ERROR),
         "1",
         "traces_span_metrics_calls_total",
+        failures=f"traces_span_metrics_calls_total{{{SPAN_ERROR}}}",
     ),
     Signal(
         "span_requests_per_second",
@@ -179,6 +199,20 @@ CONVENTIONS: tuple[Signal, ...] = (
         "traces_span_metrics_calls_total",
     ),
     *_service_graph("call_"),
+    # What the entity waited on each service it calls, as its client spans measured it: a delay between
+    # the two (the callee's network) shows here and not in the callee's server-side time.
+    *(
+        _quantile_signal(
+            f"client_call_latency_{_percentile(q)}",
+            "traces_service_graph_request_client_seconds",
+            q,
+            "s",
+            "traces_service_graph_request_client_seconds_bucket",
+            by=CLIENT,
+            edge=SERVER,
+        )
+        for q in reversed(QUANTILES)
+    ),
     Signal(
         "cpu_usage_cores",
         _rate("container_cpu_usage_seconds_total", 'container!="", container!="POD"'),
@@ -279,6 +313,14 @@ def selectors_of(signal: Signal, matchers: Iterable[str], entity: str) -> list[s
     return [f"{signal.by}={quote(entity)}"] if signal.by else list(matchers)
 
 
+def _labelled(expr: str, label: str, signal: Signal, entity: str) -> str:
+    """`expr` with the series name in `label`: the signal's, or per edge its edge series' name."""
+    if signal.edge is None:
+        return f'label_replace({expr}, "{label}", "{signal.name}", "", "")'
+    name = quote(edge_metric_name(signal.name, entity, "$1"))
+    return f'label_replace({expr}, "{label}", {name}, "{signal.edge}", "(.+)")'
+
+
 def render(signal: Signal, matchers: Iterable[str], rate: str, entity: str, per: str = "rate") -> str:
     """The signal's expression over each of `entity`'s selectors in turn (`or`: the first that has data),
     its rates by `per` over `rate`, labelled with the signal's name so one query can carry many signals."""
@@ -286,17 +328,18 @@ def render(signal: Signal, matchers: Iterable[str], rate: str, entity: str, per:
         f"({signal.expr.replace('{sel}', sel).replace('{per}', per).replace('{rate}', rate)})"
         for sel in selectors_of(signal, matchers, entity)
     )
-    return f'label_replace({alternatives}, "{SIGNAL_LABEL}", "{signal.name}", "", "")'
+    return _labelled(alternatives, SIGNAL_LABEL, signal, entity)
 
 
 def render_bounds(signal: Signal, matchers: Iterable[str], entity: str) -> str:
     """The bucket bounds (`le`) a quantile signal's histogram has at each step, one series per bound,
     labelled with the signal's name in `BOUNDS_LABEL` (so they travel in the signals' own query)."""
+    keep = f"le, {signal.edge}" if signal.edge else "le"
     alternatives = " or ".join(
-        f"(group by (le) ({signal.buckets.replace('{sel}', sel)}))"
+        f"(group by ({keep}) ({signal.buckets.replace('{sel}', sel)}))"
         for sel in selectors_of(signal, matchers, entity)
     )
-    return f'label_replace({alternatives}, "{BOUNDS_LABEL}", "{signal.name}", "", "")'
+    return _labelled(alternatives, BOUNDS_LABEL, signal, entity)
 
 
 SIGNAL_LABEL = "rootline_signal"  # the label a rendered signal carries its name in

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -53,8 +54,9 @@ def test_raw_query_takes_entity_from_labels(prom: PrometheusConnector) -> None:
     assert {s.entity for s in series} == {"cartservice"}  # job "shop/cartservice" and service_name
 
 
-def _discovery(mock: respx.MockRouter) -> dict[str, respx.Route]:
-    """Routes for what discovery asks before any series: owners, names, types, the scrape interval."""
+def _discovery(mock: respx.MockRouter, failures: bool = True) -> dict[str, respx.Route]:
+    """Routes for what discovery asks before any series: owners, names, types, the scrape interval, and
+    whether the store records failures (`failures`)."""
     empty = httpx.Response(200, json={"status": "success", "data": []})
     metadata = {"up": [{"type": "gauge", "help": "", "unit": ""}]}
     return {
@@ -65,12 +67,21 @@ def _discovery(mock: respx.MockRouter) -> dict[str, respx.Route]:
         "metadata": mock.get("/api/v1/metadata").mock(
             return_value=httpx.Response(200, json={"status": "success", "data": metadata})
         ),
-        "probe": mock.get("/api/v1/query").mock(
-            return_value=httpx.Response(
-                200, json={"status": "success", "data": {"resultType": "vector", "result": []}}
-            )
-        ),
+        "probe": mock.get("/api/v1/query").mock(side_effect=_instant(failures=failures)),
     }
+
+
+def _instant(failures: bool) -> Callable[[httpx.Request], httpx.Response]:
+    """Instant queries: whether failure series exist (`failures`); nothing for the scrape probe."""
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        found = failures and request.url.params["query"].startswith("group(present_over_time(")
+        result = [{"metric": {}, "value": [WINDOW.end, "1"]}] if found else []
+        return httpx.Response(
+            200, json={"status": "success", "data": {"resultType": "vector", "result": result}}
+        )
+
+    return answer
 
 
 def test_discovery_selects_by_service_labels_and_by_the_workloads_pods(prom: PrometheusConnector) -> None:
@@ -84,8 +95,9 @@ def test_discovery_selects_by_service_labels_and_by_the_workloads_pods(prom: Pro
         '{job=~"(.+/)?cartservice"}',
     ]
     # no owner references: the pods the Deployment / StatefulSet naming convention gives
-    assert sent["match[]"][-2].startswith('{pod=~"cartservice-[bcdfghjklmnpqrstvwxz2456789]{6,10}-')
-    assert sent["match[]"][-1] == '{server="cartservice"}'  # the service graph's calls it serves
+    assert sent["match[]"][-3].startswith('{pod=~"cartservice-[bcdfghjklmnpqrstvwxz2456789]{6,10}-')
+    # the service graph's calls it makes and those it serves
+    assert sent["match[]"][-2:] == ['{client="cartservice"}', '{server="cartservice"}']
     # the histogram's convention first, under the tools' names; the rest by type
     assert names == [
         "latency_p99",
@@ -94,6 +106,20 @@ def test_discovery_selects_by_service_labels_and_by_the_workloads_pods(prom: Pro
         "requests_per_second",
         "process_resident_memory_bytes",
     ]  # not `up`: Prometheus's record of each scrape, not a measure of the service
+
+
+def test_a_failed_share_is_no_signal_where_no_failure_was_ever_recorded(prom: PrometheusConnector) -> None:
+    with respx.mock(base_url=URL) as mock:
+        routes = _discovery(mock, failures=False)
+        names = prom.metric_names("cartservice", WINDOW)
+    # no 5xx series of any service in the window: a share of 0 would be a guess, not a measurement
+    assert "error_ratio" not in names
+    assert {"latency_p99", "latency_p50", "requests_per_second"} <= set(names)
+    asked = [c.request.url.params["query"] for c in routes["probe"].calls]
+    status = 'http_response_status_code=~"5.."'
+    assert (
+        f"group(present_over_time(http_server_request_duration_seconds_count{{{status}}}[600s]))" in asked
+    )  # the window asked about
 
 
 def test_all_signals_of_an_entity_go_in_one_query(prom: PrometheusConnector) -> None:
@@ -180,14 +206,22 @@ def test_the_calls_an_entity_serves_are_read_from_the_service_graph_by_its_serve
         query = mock.get("/api/v1/query_range").mock(return_value=reply("prometheus", "query_range_empty"))
         names = prom.metric_names("cartservice", WINDOW)
         prom.metrics("cartservice", WINDOW)
-    assert names == ["call_latency_p99", "call_latency_p50", "call_error_ratio", "call_requests_per_second"]
+    assert names == [
+        "call_latency_p99",
+        "call_latency_p50",
+        "call_error_ratio",
+        "call_requests_per_second",
+        "client_call_latency_p99",
+        "client_call_latency_p50",
+    ]
     probe = routes["probe"].calls.last.request.url.params["query"]
     server = 'traces_service_graph_request_server_seconds_bucket{server="cartservice"}'
     assert probe == f"max(count_over_time({server}[1200s]))"
     promql = query.calls.last.request.url.params["query"]
-    assert promql.count('"rootline_signal"') == 4
-    assert promql.count('"rootline_bounds_of"') == 2  # the two quantiles' bucket bounds
-    assert promql.count("{server=") == promql.count("{")  # never the entity's own labels
+    assert promql.count('"rootline_signal"') == 6
+    assert promql.count('"rootline_bounds_of"') == 4  # the four quantiles' bucket bounds
+    # never the entity's own labels: the service graph's, and the edge series' name patterns
+    assert promql.count("{server=") + promql.count("{client=") + promql.count("{caller=") == promql.count("{")
     assert f"histogram_quantile(0.99, sum by (le) (irate({server}[60s])))" in promql
     assert 'sum(irate(traces_service_graph_request_failed_total{server="cartservice"}[60s]))' in promql
 
@@ -253,3 +287,43 @@ def test_an_alerts_condition_is_traced_back_to_when_it_began_to_hold(prom: Prome
 
         route.mock(return_value=_matrix(({"service_name": "frontend"}, [at - 600.0, at - 585.0])))
         assert prom.condition_since("some_expr > 4", alert, at) is None  # it no longer holds at `at`
+
+
+def test_the_wait_on_each_callee_is_one_edge_series_each(prom: PrometheusConnector) -> None:
+    graph = ["traces_service_graph_request_total", "traces_service_graph_request_client_seconds_bucket"]
+
+    def matrix(request: httpx.Request) -> httpx.Response:
+        edge = "client_call_latency_p50{caller=frontend,callee=%s}"
+        result = [
+            {"metric": {"server": callee, "rootline_signal": edge % callee}, "values": [[WINDOW.start, v]]}
+            for callee, v in (("adservice", "0.02"), ("cartservice", "0.4"))
+        ] + [
+            {
+                "metric": {"le": le, "server": "adservice", "rootline_bounds_of": edge % "adservice"},
+                "values": [[WINDOW.start, "1"]],
+            }
+            for le in ("0.01", "0.05", "+Inf")
+        ]
+        return httpx.Response(
+            200, json={"status": "success", "data": {"resultType": "matrix", "result": result}}
+        )
+
+    with respx.mock(base_url=URL) as mock:
+        routes = _discovery(mock)
+        routes["names"].mock(return_value=httpx.Response(200, json={"status": "success", "data": graph}))
+        query = mock.get("/api/v1/query_range").mock(side_effect=matrix)
+        found = prom.metrics(
+            "frontend", WINDOW, ["client_call_latency_p50{caller=frontend,callee=adservice}"]
+        )
+    promql = query.calls.last.request.url.params["query"]
+    client = 'traces_service_graph_request_client_seconds_bucket{client="frontend"}'
+    assert f"histogram_quantile(0.5, sum by (le, server) (irate({client}[60s])))" in promql
+    # each edge's series is named by the callee its `server` label holds
+    assert (
+        '"rootline_signal", "client_call_latency_p50{caller=frontend,callee=$1}", "server", "(.+)")' in promql
+    )
+    assert f"group by (le, server) ({client})" in promql
+    (series,) = found  # only the edge asked for
+    assert series.name == "client_call_latency_p50{caller=frontend,callee=adservice}"
+    assert series.unit == "s"
+    assert series.resolution is not None and series.resolution.tolist() == pytest.approx([0.04])
