@@ -276,6 +276,21 @@ def stuck_at_zero(*parts: FloatArray) -> bool:
     return bool(finite.size) and not finite.any()
 
 
+def never_succeeds(kind: tuple[Family, Direction], unit: str, *parts: FloatArray) -> bool:
+    """Whether a share of requests reads total failure throughout (a success rate of 0, a failure share,
+    unit "1", of 1) in every part: a collector that does not measure success (Nezha's pod success rates,
+    a status mapping that counts every response as failed) rather than a service that served nothing
+    right in its baseline and kept its traffic; either way the series cannot move, and its steady 0 z
+    would count as a quiet peer of the entity that does deviate."""
+    if kind == (Family.ERRORS, Direction.DOWN):
+        return stuck_at_zero(*parts)
+    if kind == (Family.ERRORS, Direction.UP) and unit == "1":
+        values = np.concatenate(parts)
+        finite = values[np.isfinite(values)]
+        return bool(finite.size) and bool(np.all(finite == 1.0))
+    return False
+
+
 def _varies(values: FloatArray) -> bool:
     finite = values[np.isfinite(values)]
     return finite.size > 1 and float(np.ptp(finite)) > 0.0

@@ -31,9 +31,9 @@ from rca.tools.metrics.analysis import (
     inherited_z,
     low_volume,
     median_of,
+    never_succeeds,
     requests_per_sample,
     stock_deviation,
-    stuck_at_zero,
     too_few_for_quantile,
     waited_callee,
     waited_z,
@@ -148,8 +148,8 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
         volume = volumes.get(series.instance, volumes.get(None))
         if kind[0] is Family.LATENCY and too_few_for_quantile(series.name, volume):
             continue
-        if kind == (Family.ERRORS, Direction.DOWN) and stuck_at_zero(base.values, series.values):
-            continue  # a success rate of 0 throughout is a collector that does not measure it
+        if never_succeeds(kind, series.unit, base.values, series.values):
+            continue  # a collector that does not measure success
         family, direction = kind
         window = series.within(ctx.incident)
         resolution = reference_floor(base)

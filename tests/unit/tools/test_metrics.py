@@ -14,13 +14,21 @@ from rca.tools.faults import FaultKind
 from rca.tools.metrics.analysis import (
     callers_wait,
     dominance_for,
+    never_succeeds,
     requests_per_sample,
     stock_deviation,
     stuck_at_zero,
     too_few_for_quantile,
     waited_callee,
 )
-from rca.tools.metrics.profile import metric_profile, own_z, short_reference_z, silent, spans_disown
+from rca.tools.metrics.profile import (
+    metric_profile,
+    own_z,
+    peer_noise,
+    short_reference_z,
+    silent,
+    spans_disown,
+)
 from rca.tools.metrics.seeding import kind_hint
 from rca.tools.metrics.seeding import scores as metric_scores
 from rca.tools.metrics.tool import MetricsTool
@@ -68,6 +76,37 @@ def test_a_success_rate_of_zero_throughout_is_unmeasured() -> None:
     assert stuck_at_zero(np.array([0.0, np.nan]), np.array([0.0, 0.0]))
     assert not stuck_at_zero(np.array([0.0, 100.0]), np.array([0.0]))
     assert not stuck_at_zero(np.array([np.nan]))  # no data says nothing
+
+
+def test_a_share_of_requests_failing_throughout_is_unmeasured() -> None:
+    down, up = (Family.ERRORS, Direction.DOWN), (Family.ERRORS, Direction.UP)
+    assert never_succeeds(down, "%", np.array([0.0, np.nan]), np.array([0.0]))  # success rate 0
+    assert never_succeeds(up, "1", np.array([1.0, np.nan]), np.array([1.0]))  # failure share 1
+    assert not never_succeeds(up, "1", np.array([1.0, 1.0]), np.array([0.9]))  # it moved
+    assert not never_succeeds(up, "1/s", np.array([1.0]), np.array([1.0]))  # a count, not a share
+    assert not never_succeeds((Family.LATENCY, Direction.UP), "1", np.array([1.0]), np.array([1.0]))
+
+
+def test_a_peer_whose_failure_share_never_moves_from_total_is_no_quiet_peer() -> None:
+    """The entity's failures rise; a peer reads every request failed throughout (a collector that does
+    not measure success). Counted as a peer at z 0 it would make the rise stand out from a quiet
+    background that nobody measured: the only measured failures leave no background to compare with."""
+
+    class Shares(FakeSource):
+        def metric_names(self, entity: str) -> list[str]:
+            return ["error_ratio"]
+
+        def metrics(self, entity: str, window: TimeWindow, names: object = None) -> list[MetricSeries]:
+            t = np.arange(0.0, ONSET + 300.0, 60.0)
+            v = np.where(t >= ONSET, 0.2, 0.0) if entity == "front" else np.ones(t.size)
+            keep = (t >= window.start) & (t < window.end)
+            return [MetricSeries(entity, "error_ratio", "1", t[keep], v[keep])]
+
+    ctx = context(Shares((("front", "back"),)))
+    assert Family.ERRORS not in metric_profile(ctx, "back").findings
+    own = own_z(ctx, "front", Family.ERRORS)[0]
+    assert own > KNEE
+    assert peer_noise(ctx, Family.ERRORS) == pytest.approx(own)
 
 
 def test_latency_its_own_spans_do_not_show_is_not_the_entitys_own() -> None:
