@@ -102,6 +102,13 @@ def bucket_widths(values: FloatArray, bounds: Iterable[float]) -> FloatArray:
     return np.where(np.isfinite(values), (finite - lower)[index], np.nan)
 
 
+def _asked(name: str, wanted: set[str]) -> bool:
+    """Whether series `name` answers a request for `wanted`: of an edge signal's series, the edges asked
+    for (or every edge, asked by the signal's name); any other series its query returned."""
+    base, caller, _ = split_edge_name(name)
+    return caller is None or name in wanted or base in wanted
+
+
 def status_data(client: HttpClient, body: Any, what: str) -> Any:
     """The `data` of a Prometheus-style envelope (`{"status": "success", "data": ...}`).
 
@@ -514,7 +521,7 @@ class PrometheusConnector:
                 resolution=bucket_widths(s.values, bounds[s.name]) if s.name in bounds else None,
             )
             for s in series
-            if wanted is None or s.name in wanted or split_edge_name(s.name)[0] in wanted
+            if wanted is None or _asked(s.name, wanted)
         ]
         return sorted(series, key=lambda s: (s.name, s.instance or ""))
 

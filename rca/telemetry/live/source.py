@@ -59,9 +59,12 @@ class LiveConfig:
     horizon_seconds: float = 7 * 86_400  # what time_range() reports: a recent horizon
     recent_seconds: float = 1_800  # look-back for span-derived topology and metric names
     baseline_seconds: float = 3_600  # length of the baseline window
-    # The onset hint is the alert's firing time, which lags the real onset by the rule's `for:`
-    # duration; leaving a gap keeps the first minutes of the fault out of the baseline.
-    baseline_gap_seconds: float = 300
+    # Between the baseline's end and the incident window's start. None by default: the incident window
+    # already starts 10 minutes (EngineConfig.before_onset_s) before the onset hint, itself traced back to
+    # when the alert's condition began to hold, and the recorded engine, whose z-scores the thresholds
+    # were set on, reads the baseline up to that start. A 5-minute gap made the live baseline shorter
+    # than the recorded one wherever history is short (a z of 29 instead of 6 on six points).
+    baseline_gap_seconds: float = 0.0
     topology_edges: tuple[tuple[str, str, float], ...] = ()  # static caller -> callee edges
     topology_file: str = ""  # where the static edges came from (`ROOTLINE_TOPOLOGY_FILE`)
 

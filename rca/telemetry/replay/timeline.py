@@ -49,8 +49,8 @@ SAMPLES_PER_WINDOW = 4
 # point the recorded rule would compare with.
 BASELINE_SPAN = 3600.0
 # A live investigation's baseline is the hour before its incident window, which starts 10 minutes before
-# the alert (EngineConfig.before_onset_s) and ends 5 minutes earlier still (LiveConfig.baseline_gap_seconds):
-# a normal recording ending right at the case (RCD's five minutes) would fall inside the incident window and
+# the alert (EngineConfig.before_onset_s; LiveConfig.baseline_gap_seconds may move it earlier still): a
+# normal recording ending right at the case (RCD's five minutes) would fall inside the incident window and
 # leave the live baseline empty. Well inside the rules' baseline hour (it ends about 2 minutes before the
 # onset), so the alert still compares against it.
 NORMAL_GAP = 900.0

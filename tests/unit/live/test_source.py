@@ -83,6 +83,9 @@ def test_windows() -> None:
     with _source({"horizon_seconds": 3600, "baseline_seconds": 1800, "baseline_gap_seconds": 60}) as source:
         assert source.time_range() == TimeWindow(NOW - 3600, NOW)
         assert source.baseline_window(1000.0) == TimeWindow(1000.0 - 60 - 1800, 1000.0 - 60)
+    with _source({}) as source:
+        # by default the hour up to the incident window's start, as the recorded engine reads it
+        assert source.baseline_window(1000.0) == TimeWindow(1000.0 - 3600, 1000.0)
 
 
 def _vector(*points: float) -> httpx.Response:
