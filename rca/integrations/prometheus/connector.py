@@ -42,8 +42,9 @@ from rca.telemetry.model import Event, EventKind, FloatArray, MetricSeries, Time
 # the service through the pod's workload.
 DEFAULT_ENTITY_LABELS: tuple[str, ...] = ("service_name", "service", "job", "app_kubernetes_io_name", "app")
 # Queries one investigation may send: discovery (1), owner references (2) and two windows of series (2)
-# for each of the at most ~25 entities an investigation examines (its turn budget), with 4x headroom for
-# the tools' own look-ups; a runaway loop is stopped well before it loads a real Prometheus.
+# for each of the at most ~25 entities an investigation examines (its turn budget), whether failures are
+# counted (`records`: 3 kinds per window), with 4x headroom for the tools' own look-ups; a runaway loop
+# is stopped well before it loads a real Prometheus.
 MAX_QUERIES = 500
 SERVICE_GRAPH = "traces_service_graph_request_total"  # the service graph connector's request counter
 REPLICASET_CREATED = "kube_replicaset_created"  # kube-state-metrics: a ReplicaSet's creation, Unix time
@@ -150,7 +151,8 @@ class PrometheusConnector:
         self.entity_labels = tuple(entity_labels)
         self.max_points = max_points  # per series; Prometheus itself refuses more than 11,000
         self.min_step = min_step  # None: the scrape interval (finer steps only repeat samples)
-        # Bound on the signals of one entity: the conventions (at most 15) and the most relevant rest.
+        # Bound on the signals of one entity: the conventions (at most 22, `CONVENTIONS`) and the most
+        # relevant rest.
         self.max_signals = max_signals
         self.max_queries = max_queries
         # Prometheus's (and the kube-prometheus stack's) default scrape interval, until one is measured.
