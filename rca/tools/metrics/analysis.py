@@ -302,25 +302,9 @@ def median_of(values: FloatArray) -> FloatArray:
     return np.array([np.median(finite)]) if finite.size else finite
 
 
-# Where a series name's measure begins: what precedes it names the instrument that measured it (the
-# live conventions' `call_` service graph, `span_` span metrics, `client_` client side; nothing for a
-# server's own), so a quantile and the request count of the same histogram share it.
-_MEASURE = re.compile(r"latency|requests")
-
-
-def instrument_of(name: str) -> str:
-    """The instrument prefix of a latency or request series (`call_` of `call_latency_p99` and of
-    `call_requests_per_second`; "" of `latency_p99` and `requests`)."""
-    found = _MEASURE.search(name)
-    return name[: found.start()] if found else ""
-
-
-def requests_per_sample(
-    series: list[MetricSeries], window: TimeWindow, instrument: str | None = None
-) -> dict[str | None, float]:
+def requests_per_sample(series: list[MetricSeries], window: TimeWindow) -> dict[str | None, float]:
     """The median number of requests behind one sample in `window`, per instance (None: the entity's
-    own series), from its traffic series (only those of `instrument`, when given: see `instrument_of`);
-    a rate per second is multiplied by the sampling interval.
+    own series), from its traffic series; a rate per second is multiplied by the sampling interval.
 
     A traffic series at 0 throughout (every period it was fetched for) says nothing about the volume: an
     entity whose latency percentiles or rates are measured served requests, so a counter that never
@@ -330,8 +314,6 @@ def requests_per_sample(
     for s in series:
         if family_of(s.name) != (Family.TRAFFIC, Direction.BOTH) or stuck_at_zero(s.values):
             continue
-        if instrument is not None and instrument_of(s.name) != instrument:
-            continue
         inside = s.within(window)
         finite = inside.values[np.isfinite(inside.values)]
         if not finite.size:
@@ -340,28 +322,6 @@ def requests_per_sample(
         count = float(np.median(finite)) * (step if s.unit.endswith("/s") else 1.0)
         out[s.instance] = max(out.get(s.instance, 0.0), count)
     return out
-
-
-def volumes_by_instrument(
-    series: list[MetricSeries], window: TimeWindow
-) -> dict[str, dict[str | None, float]]:
-    """`requests_per_sample` of each instrument that counts the entity's requests (see `instrument_of`)."""
-    instruments = {
-        instrument_of(s.name) for s in series if family_of(s.name) == (Family.TRAFFIC, Direction.BOTH)
-    }
-    return {i: requests_per_sample(series, window, i) for i in instruments}
-
-
-def volume_of(
-    quantile: MetricSeries,
-    volumes: dict[str | None, float],
-    counted: dict[str, dict[str | None, float]],
-) -> float | None:
-    """The requests behind one sample of a latency quantile: those its own instrument counted (a
-    quantile rests on its histogram's requests; where the entity's server, its spans and its callers
-    each count them, the largest count may be another's), else the entity's (`volumes`)."""
-    own = counted.get(instrument_of(quantile.name), {})
-    return own.get(quantile.instance, volumes.get(quantile.instance, volumes.get(None)))
 
 
 def low_volume(series: list[MetricSeries], window: TimeWindow) -> bool:

@@ -35,8 +35,6 @@ from rca.tools.metrics.analysis import (
     requests_per_sample,
     stock_deviation,
     too_few_for_quantile,
-    volume_of,
-    volumes_by_instrument,
     waited_callee,
     waited_z,
     went_silent,
@@ -139,7 +137,6 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
     baselines = {(s.name, s.instance): s.within(ctx.baseline) for s in baseline_series}
     known = {k for k, s in baselines.items() if np.isfinite(s.values).any()}
     volumes = requests_per_sample(incident_series, ctx.incident)
-    counted = volumes_by_instrument(incident_series, ctx.incident)
     examined: dict[tuple[str, str | None], MetricSeries] = {}
     cut = handed_over(incident_series, known)
     by_key = {(s.name, s.instance): s for s in cut}
@@ -148,7 +145,7 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
         base = baselines.get((series.name, series.instance))
         if kind is None or base is None:
             continue
-        volume = volume_of(series, volumes, counted)
+        volume = volumes.get(series.instance, volumes.get(None))
         if kind[0] is Family.LATENCY and too_few_for_quantile(series.name, volume):
             continue
         if never_succeeds(kind, series.unit, base.values, series.values):

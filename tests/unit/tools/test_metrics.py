@@ -14,14 +14,11 @@ from rca.tools.faults import FaultKind
 from rca.tools.metrics.analysis import (
     callers_wait,
     dominance_for,
-    instrument_of,
     never_succeeds,
     requests_per_sample,
     stock_deviation,
     stuck_at_zero,
     too_few_for_quantile,
-    volume_of,
-    volumes_by_instrument,
     waited_callee,
 )
 from rca.tools.metrics.profile import (
@@ -65,24 +62,6 @@ def test_requests_per_sample_scales_a_rate_by_the_sampling_interval() -> None:
     volumes = requests_per_sample([per_second, per_sample, other], window)
     assert volumes == {"pod-a": 30.0, None: 30.0}
     assert requests_per_sample([per_second], TimeWindow(0.0, 10.0)) == {}
-
-
-def test_a_quantile_rests_on_the_requests_its_own_instrument_counted() -> None:
-    """A server histogram fed by 84 requests a minute, and span metrics that count 180: the server's p99
-    is the slowest of its 84 requests, whatever the spans counted."""
-    window = TimeWindow(ONSET, ONSET + 600.0)
-    server = _series("requests_per_second", "1/s", 1.4)
-    spans = _series("span_requests_per_second", "1/s", 3.0)
-    p99, span_p99 = _series("latency_p99", "s", 0.2), _series("span_latency_p99", "ms", 200.0)
-    found = [server, spans, p99, span_p99]
-    volumes, counted = requests_per_sample(found, window), volumes_by_instrument(found, window)
-    assert volumes == {None: pytest.approx(180.0)}  # the entity's largest count
-    assert instrument_of("span_requests_per_second") == instrument_of("span_latency_p99") == "span_"
-    assert too_few_for_quantile(p99.name, volume_of(p99, volumes, counted))  # 84 requests
-    assert not too_few_for_quantile(span_p99.name, volume_of(span_p99, volumes, counted))  # 180
-    # an instrument that counts nothing of its own takes the entity's count
-    call_p99 = _series("call_latency_p99", "s", 0.2)
-    assert volume_of(call_p99, volumes, counted) == pytest.approx(180.0)
 
 
 def test_a_quantile_needs_enough_requests_to_be_more_than_the_slowest_one() -> None:
