@@ -303,17 +303,20 @@ class PrometheusConnector:
         return self._records[key]
 
     def _measure_scrape(self, signal: Signal, entity: str, window: TimeWindow) -> None:
-        """The scrape interval, from how many samples one of the entity's series holds over the probe
-        range (the densest series: one that began inside it would read sparser); rate windows need it."""
+        """The scrape interval (rate windows need it), from how many samples a series holds over the probe
+        range: first the entity's own targets' `up`, which Prometheus writes at every scrape, failed or
+        not; else the densest of the entity's series of `signal` (one with holes, or that began inside
+        the range, reads sparser: a TrainTicket replay's series with missing minutes read 75-133 s for
+        its 60 s scrape, and its minute rates were taken over two minutes)."""
         self._measured_scrape = True
-        probe = " or ".join(
-            f"count_over_time({signal.source}{{{sel}}}[{SCRAPE_PROBE:g}s])"
-            for sel in selectors_of(signal, self.entity_matchers(entity, window), entity)
-        )
-        for _, count in self._vector(f"max({probe})", window.end, "scrape interval"):
-            if count >= 4:
-                # whole seconds, as scrape configs give them (the range holds a partial interval)
-                self.scrape_interval = float(max(1, round(SCRAPE_PROBE / count)))
+        matchers = self.entity_matchers(entity, window)
+        for source, selectors in (("up", matchers), (signal.source, selectors_of(signal, matchers, entity))):
+            probe = " or ".join(f"count_over_time({source}{{{sel}}}[{SCRAPE_PROBE:g}s])" for sel in selectors)
+            for _, count in self._vector(f"max({probe})", window.end, "scrape interval"):
+                if count >= 4:
+                    # whole seconds, as scrape configs give them (the range holds a partial interval)
+                    self.scrape_interval = float(max(1, round(SCRAPE_PROBE / count)))
+                    return
 
     def service_graph(self, window: TimeWindow) -> list[tuple[str, str, float]]:
         """Caller -> callee edges from the OpenTelemetry Collector's service graph connector: the requests

@@ -326,4 +326,49 @@ def test_the_wait_on_each_callee_is_one_edge_series_each(prom: PrometheusConnect
     (series,) = found  # only the edge asked for
     assert series.name == "client_call_latency_p50{caller=frontend,callee=adservice}"
     assert series.unit == "s"
-    assert series.resolution is not None and series.resolution.tolist() == pytest.approx([0.04])
+    assert series.resolution is not None
+    assert series.resolution.tolist() == pytest.approx([0.04])
+
+
+def test_the_scrape_interval_comes_from_up_before_the_entitys_own_series(prom: PrometheusConnector) -> None:
+    """`up` is written at every scrape, so its count is the scrape's even where the entity's own series
+    has missing minutes (9 samples in 20 minutes would read as a 133 s scrape)."""
+
+    def instant(request: httpx.Request) -> httpx.Response:
+        query = request.url.params["query"]
+        count = "20" if "count_over_time(up{" in query else "9"
+        result = [{"metric": {}, "value": [WINDOW.end, count]}] if "count_over_time(" in query else []
+        return httpx.Response(
+            200, json={"status": "success", "data": {"resultType": "vector", "result": result}}
+        )
+
+    with respx.mock(base_url=URL) as mock:
+        routes = _discovery(mock)
+        routes["probe"].mock(side_effect=instant)
+        prom.metric_names("cartservice", WINDOW)
+    assert prom.scrape_interval == 60.0
+    asked = [
+        c.request.url.params["query"]
+        for c in routes["probe"].calls
+        if "count_over_time" in c.request.url.params["query"]
+    ]
+    assert len(asked) == 1  # `up` answered
+    assert asked[0].startswith('max(count_over_time(up{service_name="cartservice"}[1200s]) or ')
+
+
+def test_without_up_the_scrape_interval_comes_from_the_entitys_densest_series(
+    prom: PrometheusConnector,
+) -> None:
+    def instant(request: httpx.Request) -> httpx.Response:
+        query = request.url.params["query"]
+        found = "count_over_time(" in query and "up{" not in query
+        result = [{"metric": {}, "value": [WINDOW.end, "80"]}] if found else []
+        return httpx.Response(
+            200, json={"status": "success", "data": {"resultType": "vector", "result": result}}
+        )
+
+    with respx.mock(base_url=URL) as mock:
+        routes = _discovery(mock)
+        routes["probe"].mock(side_effect=instant)
+        prom.metric_names("cartservice", WINDOW)
+    assert prom.scrape_interval == 15.0  # data remote-written, no `up`: 80 samples in 20 minutes
