@@ -51,8 +51,7 @@ class FamilyFinding:
     anchored: bool = True
     unit: str = ""  # the series' unit: rises of two findings compare only in the same unit
     # For a server-side latency: the rise of the entity's own client-side wait on its callees (the same
-    # quantile, `client_<name>`), in this finding's z units: the part of the rise spent waiting; for a
-    # failure share, the rise of its calls' failures (`client_<name>`), the part passed on from below.
+    # quantile, `client_<name>`), in this finding's z units: the part of the rise spent waiting.
     waited: float = 0.0
 
 
@@ -196,22 +195,16 @@ def client_of(name: str) -> str:
     return CLIENT_PREFIX + name
 
 
-def waited_z(server: Deviation, client: Deviation | None, direction: Direction = Direction.UP) -> float:
-    """How much of a server-side rise the entity owes its calls to its callees, in the server series'
-    z units: its client-side twin's move in the bad `direction` (window value against baseline median,
-    as the server's).
+def waited_z(server: Deviation, client: Deviation | None) -> float:
+    """How much of a server-side latency rise the entity spent waiting on its callees, in the server
+    series' z units: its client-side wait's rise (window value over baseline median, as the server's).
 
     A server span's time is its own work plus the time its calls to callees take (span self-time is
     the difference); a latency metric pair measures both sides, so the same difference holds for the
-    metrics: a caller whose server latency rose by what its client-side wait rose merely waits. So for
-    failures: a caller whose requests fail as its calls fail passes its callees' failures on (it is not
-    the deepest failing entity), whether or not the callee's own side reports them."""
+    metrics: a caller whose server latency rose by what its client-side wait rose merely waits."""
     if client is None:
         return 0.0
-    shift = (
-        client.observed - client.baseline if direction is Direction.UP else client.baseline - client.observed
-    )
-    return max(0.0, shift) / server.spread
+    return max(0.0, client.observed - client.baseline) / server.spread
 
 
 def waited_callee(name: str, caller: str) -> str | None:

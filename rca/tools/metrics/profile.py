@@ -162,8 +162,8 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
         peak = peak_z(base.values, window.values, direction, floor_for(family), resolution)
         result.peaks[family] = max(result.peaks.get(family, 0.0), peak)
         waited = 0.0
-        if family in PROPAGATING:
-            waited = waited_z(dev, _client_wait(ctx, by_key, baselines, series, kind), direction)
+        if family is Family.LATENCY:
+            waited = waited_z(dev, _client_wait(ctx, by_key, baselines, series))
         finding = FamilyFinding(
             family, series.name, series.instance, dev, None, anchored, series.unit, waited
         )
@@ -296,16 +296,13 @@ def _client_wait(
     series_by_key: dict[tuple[str, str | None], MetricSeries],
     baselines: dict[tuple[str, str | None], MetricSeries],
     server: MetricSeries,
-    kind: tuple[Family, Direction],
 ) -> Deviation | None:
-    """The deviation of the client-side twin of a server series of `kind` (same instance, same measure
-    of the calls the entity makes), if measured."""
+    """The deviation of the client-side twin of a server latency series (same instance), if measured."""
     key = (client_of(server.name), server.instance)
     client, base = series_by_key.get(key), baselines.get(key)
     if client is None or base is None or client.unit != server.unit:
         return None
-    family, direction = kind
-    return deviation_from(base, client.within(ctx.incident).values, direction, floor_for(family))
+    return deviation_from(base, client.within(ctx.incident).values, Direction.UP, floor_for(Family.LATENCY))
 
 
 def silent(ctx: ToolContext, entity: str) -> FamilyFinding | None:
@@ -417,9 +414,8 @@ def own_z(ctx: ToolContext, entity: str, family: Family) -> tuple[float, float, 
     """The entity's own deviation in `family`: (own z, raw z, the callee that explains the rest).
 
     What a callee's deviation accounts for is measured in the entity's units (`inherited_z`); for a
-    server latency or failure share, so is the entity's own client-side twin (`FamilyFinding.waited`:
-    its wait on its callees, its calls' failures), which explains its rise even where the callee it
-    calls reports nothing of its own."""
+    server latency, so is the entity's own client-side wait on its callees (`FamilyFinding.waited`),
+    which explains its rise even where the callee it waits on reports no latency of its own."""
     prof = metric_profile(ctx, entity)
     raw = prof.z(family)
     mine = prof.findings.get(family)
