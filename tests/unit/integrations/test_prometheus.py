@@ -76,12 +76,15 @@ def _instant(failures: bool) -> Callable[[httpx.Request], httpx.Response]:
 
     def answer(request: httpx.Request) -> httpx.Response:
         found = failures and request.url.params["query"].startswith("group(present_over_time(")
-        result = [{"metric": {}, "value": [WINDOW.end, "1"]}] if found else []
-        return httpx.Response(
-            200, json={"status": "success", "data": {"resultType": "vector", "result": result}}
-        )
+        return _vector_reply("1" if found else None)
 
     return answer
+
+
+def _vector_reply(value: str | None) -> httpx.Response:
+    """An instant query's answer: one series at `value`, or none."""
+    result = [{"metric": {}, "value": [WINDOW.end, value]}] if value is not None else []
+    return httpx.Response(200, json={"status": "success", "data": {"resultType": "vector", "result": result}})
 
 
 def test_discovery_selects_by_service_labels_and_by_the_workloads_pods(prom: PrometheusConnector) -> None:
@@ -337,10 +340,7 @@ def test_the_scrape_interval_comes_from_up_before_the_entitys_own_series(prom: P
     def instant(request: httpx.Request) -> httpx.Response:
         query = request.url.params["query"]
         count = "20" if "count_over_time(up{" in query else "9"
-        result = [{"metric": {}, "value": [WINDOW.end, count]}] if "count_over_time(" in query else []
-        return httpx.Response(
-            200, json={"status": "success", "data": {"resultType": "vector", "result": result}}
-        )
+        return _vector_reply(count if "count_over_time(" in query else None)
 
     with respx.mock(base_url=URL) as mock:
         routes = _discovery(mock)
@@ -361,11 +361,7 @@ def test_without_up_the_scrape_interval_comes_from_the_entitys_densest_series(
 ) -> None:
     def instant(request: httpx.Request) -> httpx.Response:
         query = request.url.params["query"]
-        found = "count_over_time(" in query and "up{" not in query
-        result = [{"metric": {}, "value": [WINDOW.end, "80"]}] if found else []
-        return httpx.Response(
-            200, json={"status": "success", "data": {"resultType": "vector", "result": result}}
-        )
+        return _vector_reply("80" if "count_over_time(" in query and "up{" not in query else None)
 
     with respx.mock(base_url=URL) as mock:
         routes = _discovery(mock)
