@@ -112,12 +112,18 @@ def resolution_spread(series: MetricSeries) -> float:
     return float(np.median(widths)) * UNIFORM_SIGMA_PER_WIDTH if widths.size else 0.0
 
 
+def failure_share(kind: tuple[Family, Direction] | None, unit: str) -> bool:
+    """Whether a series of this family and unit is a failure share (an error ratio: errors, bad when it
+    rises, unit "1"), the complement of a success rate."""
+    return kind == (Family.ERRORS, Direction.UP) and unit == "1"
+
+
 def ratio_floor(series: MetricSeries) -> float:
     """The spread floor of an error ratio (a failure share, bad when it rises): the success rate's,
     `RATE_RELATIVE_FLOOR` of the success share it complements (1 - its median), so that the same failures
     score alike read as a failure share or as a success rate; a relative floor on the ratio itself is
     none at all when it sits at 0. 0 for any other series."""
-    if family_of(series.name) != (Family.ERRORS, Direction.UP) or series.unit != "1":
+    if not failure_share(family_of(series.name), series.unit):
         return 0.0
     values = series.values[np.isfinite(series.values)]
     share = 1.0 - float(np.median(values)) if values.size else math.nan

@@ -93,6 +93,11 @@ class Signal:
     edge: str | None = None
 
 
+def _by_bucket(edge: str | None) -> str:
+    """The labels a histogram's buckets are kept apart by: the bound, and per edge the edge's label."""
+    return f"le, {edge}" if edge else "le"
+
+
 def _buckets(family: str, extra: str = "") -> str:
     sel = "{sel}" + (", " + extra if extra else "")
     return f"{family}_bucket{{{sel}}}"
@@ -111,8 +116,7 @@ def _quantile_signal(
     """A histogram quantile, read over the rates of its buckets (which the signal keeps, see `bounds`);
     per value of the `edge` label when there is one."""
     buckets = _buckets(family, extra)
-    keep = f"le, {edge}" if edge else "le"
-    expr = f"histogram_quantile({q:g}, sum by ({keep}) ({{per}}({buckets}[{{rate}}])))"
+    expr = f"histogram_quantile({q:g}, sum by ({_by_bucket(edge)}) ({{per}}({buckets}[{{rate}}])))"
     return Signal(name, expr, unit, source, by, buckets, edge=edge)
 
 
@@ -334,9 +338,8 @@ def render(signal: Signal, matchers: Iterable[str], rate: str, entity: str, per:
 def render_bounds(signal: Signal, matchers: Iterable[str], entity: str) -> str:
     """The bucket bounds (`le`) a quantile signal's histogram has at each step, one series per bound,
     labelled with the signal's name in `BOUNDS_LABEL` (so they travel in the signals' own query)."""
-    keep = f"le, {signal.edge}" if signal.edge else "le"
     alternatives = " or ".join(
-        f"(group by ({keep}) ({signal.buckets.replace('{sel}', sel)}))"
+        f"(group by ({_by_bucket(signal.edge)}) ({signal.buckets.replace('{sel}', sel)}))"
         for sel in selectors_of(signal, matchers, entity)
     )
     return _labelled(alternatives, BOUNDS_LABEL, signal, entity)

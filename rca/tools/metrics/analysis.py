@@ -20,6 +20,7 @@ from rca.tools.stats import (
     Deviation,
     Family,
     deviation,
+    failure_share,
     family_of,
     floor_for,
     same_stream,
@@ -284,10 +285,8 @@ def never_succeeds(kind: tuple[Family, Direction], unit: str, *parts: FloatArray
     would count as a quiet peer of the entity that does deviate."""
     if kind == (Family.ERRORS, Direction.DOWN):
         return stuck_at_zero(*parts)
-    if kind == (Family.ERRORS, Direction.UP) and unit == "1":
-        values = np.concatenate(parts)
-        finite = values[np.isfinite(values)]
-        return bool(finite.size) and bool(np.all(finite == 1.0))
+    if failure_share(kind, unit):
+        return stuck_at_zero(*(1.0 - p for p in parts))  # a failure share of 1 is a success share of 0
     return False
 
 
