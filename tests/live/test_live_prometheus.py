@@ -31,6 +31,8 @@ HOUR = 3600.0
 FAULT = 600.0  # the last ten minutes: checkout's CPU triples, frontend's errors and latency rise
 POD = "checkout-7d9fbc5c4b-x2x4z"
 REPLICASET = "checkout-7d9fbc5c4b"
+# A second Deployment of the same service (a canary release): its pods reach it by their label only.
+CANARY = "checkout-canary-5f6d7c8b9a-q7w8e"
 NAMESPACE = "shop"
 BOUNDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
@@ -77,9 +79,29 @@ def cluster(now: float) -> Exposition:
     expo.add(graph, {"client": "frontend", "server": "checkout"}, times, np.full(times.size, requests))
     labels = Family("kube_pod_labels", Kind.GAUGE, "pod labels")
     expo.add(labels, {**pod, "label_app": "checkout"}, times, np.ones(times.size))
+    canary = {"namespace": NAMESPACE, "pod": CANARY}
+    expo.add(labels, {**canary, "label_app": "checkout"}, times, np.ones(times.size))
+    canary_set = CANARY.rsplit("-", 1)[0]
+    expo.add(
+        owner, {**canary, "owner_kind": "ReplicaSet", "owner_name": canary_set}, times, np.ones(times.size)
+    )
+    expo.add(
+        rs_owner,
+        {
+            "namespace": NAMESPACE,
+            "replicaset": canary_set,
+            "owner_kind": "Deployment",
+            "owner_name": "checkout-canary",
+        },
+        times,
+        np.ones(times.size),
+    )
+    expo.add(memory, {**canary, "container": "checkout"}, times, np.full(times.size, 1.0e8))
     # checkout's ReplicaSet is a rollout made when the fault began (kube_replicaset_created)
     rollout = Event(now - FAULT, "checkout", EventKind.DEPLOY, "rollout", reference="v2", instance=POD)
-    write_rollouts(expo, NAMESPACE, [rollout], 0.0, lambda t: times[times >= t])
+    # and cart's canary Deployment began one whose pods have no telemetry yet: its labels name cart
+    canary_rollout = Event(now - FAULT, "cart", EventKind.DEPLOY, "rollout", reference="canary-6b7c8d9f5")
+    write_rollouts(expo, NAMESPACE, [rollout, canary_rollout], 0.0, lambda t: times[times >= t])
     orders = Family("orders_processed", Kind.COUNTER, "orders")
     expo.add(orders, {"service_name": "checkout"}, times, np.full(times.size, 3.0 * STEP))
     return expo
@@ -145,7 +167,8 @@ def test_a_histogram_is_read_as_quantiles_and_its_5xx_share(prom: Server, now: f
 def test_pods_map_to_their_workload_and_discovery_puts_conventions_first(prom: Server, now: float) -> None:
     prometheus = connector(prom)
     window = recent(now)
-    assert prometheus.pods("checkout", window) == [POD]  # pod -> ReplicaSet -> Deployment
+    # pod -> ReplicaSet -> Deployment; and the canary Deployment's pod, by its label
+    assert prometheus.pods("checkout", window) == [POD, CANARY]
     names = prometheus.metric_names("checkout", window)
     # the calls it serves in the service graph (`server`), then the container series, which reach the
     # workload through its pod; the metric of no convention comes last. No failed share of its calls:
@@ -157,6 +180,9 @@ def test_pods_map_to_their_workload_and_discovery_puts_conventions_first(prom: S
         "orders_processed_total",
     ]
     (orders,) = prometheus.metrics("checkout", window, ["orders_processed_total"])
+    memory = prometheus.metrics("checkout", window, ["memory_working_set_bytes"])
+    # per pod, as cAdvisor reports it (a sum would rise as a rollout adds pods), the canary's too
+    assert {(s.instance, float(np.median(s.values))) for s in memory} == {(POD, 2.0e8), (CANARY, 1.0e8)}
     assert np.median(orders.values) == pytest.approx(3.0)  # a counter of no convention: its rate
 
 
@@ -168,6 +194,17 @@ def test_the_query_budget_bounds_an_investigation(prom: Server, now: float) -> N
     assert prometheus.queries == 7
     with pytest.raises(BackendError, match="query budget of 7"):
         prometheus.metrics("checkout", recent(now))
+
+
+def test_a_range_query_asked_again_is_answered_from_its_first_reply(prom: Server, now: float) -> None:
+    prometheus = connector(prom)
+    first = prometheus.metrics("checkout", recent(now))
+    asked = prometheus.queries
+    again = prometheus.metrics("checkout", recent(now))
+    assert prometheus.queries == asked
+    assert [(s.name, s.values.tolist()) for s in again] == [(s.name, s.values.tolist()) for s in first]
+    prometheus.metrics("checkout", recent(now - 60))  # another window is asked anew
+    assert prometheus.queries > asked
 
 
 def test_types_come_from_the_metadata_api(prometheus: StartPrometheus, tmp_path: Path) -> None:
@@ -221,11 +258,13 @@ def test_with_no_backend_or_none_reachable_nothing_was_examined(now: float) -> N
 
 def test_rollouts_come_from_kube_state_metrics_without_a_change_source(prom: Server, now: float) -> None:
     """Without the Kubernetes API or GitHub, a ReplicaSet created inside the window is a rollout of the
-    service its pods serve (their `app` label), named by the ReplicaSet its pods' names carry."""
+    service its labels (its pod template's `app` label) name, named by the ReplicaSet its pods' names
+    carry; also when none of its pods has telemetry yet."""
     source = LiveSource(LiveConfig.from_mapping({"prometheus": {"url": prom.url}}), now=lambda: now)
     assert Modality.CHANGES in source.modalities()
-    (event,) = source.events(TimeWindow(now - 2 * FAULT, now + 1))
+    canary, event = source.events(TimeWindow(now - 2 * FAULT, now + 1))
     assert (event.entity, event.kind, event.reference) == ("checkout", EventKind.DEPLOY, REPLICASET)
+    assert (canary.entity, canary.reference) == ("cart", "cart-canary-6b7c8d9f5")  # not `cart-canary`
     assert event.time == pytest.approx(now - FAULT, abs=STEP)
     assert source.events(TimeWindow(now - 2 * FAULT, now + 1), "frontend") == []
     assert source.events(TimeWindow(now - 2 * HOUR, now - 2 * FAULT)) == []  # created later

@@ -162,6 +162,7 @@ class PrometheusConnector:
         self._pods: dict[str, list[str]] = {}
         self._signals: dict[tuple[str, float, float], list[Signal]] = {}
         self._records: dict[tuple[str, float, float], bool] = {}
+        self._matrices: dict[tuple[str, float, float, float], list[dict[str, Any]]] = {}
         self._measured_scrape = False
 
     # --- requests, within the budget ---
@@ -203,16 +204,28 @@ class PrometheusConnector:
         return self._metadata
 
     def pods(self, entity: str, window: TimeWindow) -> list[str]:
-        """The pods of workload `entity` by kube-state-metrics' owner references (pod -> ReplicaSet ->
-        Deployment, or pod -> StatefulSet / DaemonSet / Job); empty when it has none."""
+        """The pods of `entity` by kube-state-metrics: those its workload owns (pod -> ReplicaSet ->
+        Deployment, or pod -> StatefulSet / DaemonSet / Job) and those whose labels name it as a service
+        (`kube_pod_labels{label_app=...}`, for each service label: a Service selects its pods by label,
+        and one service may run as several Deployments, such as `cart-v1` and `cart-v2` of a canary
+        release); empty when it has none."""
         if entity not in self._pods:
             span = {"start": f"{window.start:.3f}", "end": f"{window.end:.3f}"}
             owner = quote(entity)
+            labelled = [f"kube_pod_labels{{label_{k}={owner}}}" for k in self.entity_labels if k != "job"]
             rows = self._series(
-                [f"kube_replicaset_owner{{owner_name={owner}}}", f"kube_pod_owner{{owner_name={owner}}}"],
+                [
+                    f"kube_replicaset_owner{{owner_name={owner}}}",
+                    f"kube_pod_owner{{owner_name={owner}}}",
+                    *labelled,
+                ],
                 span,
             )
-            pods = {r["pod"] for r in rows if r.get("__name__") == "kube_pod_owner" and r.get("pod")}
+            pods = {
+                r["pod"]
+                for r in rows
+                if r.get("__name__") in ("kube_pod_owner", "kube_pod_labels") and r.get("pod")
+            }
             sets = sorted(
                 {
                     r["replicaset"]
@@ -355,8 +368,9 @@ class PrometheusConnector:
     def rollouts(self, window: TimeWindow, entity: str | None = None) -> list[Event]:
         """The rollouts inside `window` as kube-state-metrics records them: a Deployment's rollout creates
         a ReplicaSet, so each ReplicaSet created inside it (`kube_replicaset_created`, a Unix time) is a
-        DEPLOY event of the service its pods serve (their service label, `kube_pod_labels`), else of its
-        Deployment (`kube_replicaset_owner`, or the name less its pod-template hash). The reference is the
+        DEPLOY event of the service its labels name (`kube_replicaset_labels`, its pod template's), else
+        that its pods serve (their service label, `kube_pod_labels`), else of its Deployment
+        (`kube_replicaset_owner`, or the name less its pod-template hash). The reference is the
         ReplicaSet, whose name its pods' names carry."""
         span = f"[{max(window.seconds, 1.0):.0f}s]"
         created = {
@@ -386,16 +400,23 @@ class PrometheusConnector:
             )
         }
         served: dict[str, set[str]] = {}
+        # A ReplicaSet's own labels (its pod template's) name its service even before any pod of it runs.
+        for labels, _ in self._vector(
+            f"last_over_time(kube_replicaset_labels{{replicaset=~{sets}}}{span})", window.end, "rollouts"
+        ):
+            service = self._service_label(labels)
+            if service and labels.get("replicaset"):
+                served.setdefault(labels["replicaset"], set()).add(service)
+        labelled = set(served)
         if pods:
             matcher = quote("|".join(regex_literal(p) for p in pods))
             for labels, _ in self._vector(
                 f"last_over_time(kube_pod_labels{{pod=~{matcher}}}{span})", window.end, "rollouts"
             ):
-                service = next(
-                    (labels[f"label_{k}"] for k in self.entity_labels if f"label_{k}" in labels), None
-                )
-                if service and labels.get("pod") in pods:
-                    served.setdefault(pods[labels["pod"]], set()).add(service)
+                service = self._service_label(labels)
+                rs = pods.get(labels.get("pod", ""))
+                if service and rs and rs not in labelled:
+                    served.setdefault(rs, set()).add(service)
         events = []
         for (namespace, rs), at in sorted(created.items(), key=lambda kv: (kv[1], kv[0])):
             workload = owners.get(rs) or rs.rsplit("-", 1)[0]
@@ -417,6 +438,11 @@ class PrometheusConnector:
                         )
                     )
         return events
+
+    def _service_label(self, labels: Mapping[str, str]) -> str | None:
+        """The service a Kubernetes object's labels (`label_<name>`, as kube-state-metrics writes them)
+        name: the first service label it carries."""
+        return next((labels[f"label_{k}"] for k in self.entity_labels if f"label_{k}" in labels), None)
 
     # --- the alert's condition ---
 
@@ -457,6 +483,15 @@ class PrometheusConnector:
         items = self._matrix(query, window, step or self.step_for(window))
         with self.client.parsing("query_range"):
             return [self._matrix_series(item, window, entity) for item in items]
+
+    def _signals_matrix(self, query: str, window: TimeWindow, step: float) -> list[dict[str, Any]]:
+        """`_matrix` of an entity's signals, asked once per window and step: an investigation reads a
+        suspect's signals when it seeds and again in its loop (2.5 times per entity on a TrainTicket
+        replay), and one reading keeps its findings consistent with each other."""
+        key = (query, window.start, window.end, step)
+        if key not in self._matrices:
+            self._matrices[key] = self._matrix(query, window, step)
+        return self._matrices[key]
 
     def _matrix(self, query: str, window: TimeWindow, step: float) -> list[dict[str, Any]]:
         """The result of a range query: its series (`metric` labels as strings, `values` as sent)."""
@@ -513,7 +548,7 @@ class PrometheusConnector:
         series: list[MetricSeries] = []
         bounds: dict[str, set[float]] = {}
         with self.client.parsing("query_range"):
-            for item in self._matrix(query, window, step):
+            for item in self._signals_matrix(query, window, step):
                 of = item["metric"].get(BOUNDS_LABEL)
                 if of is None:
                     series.append(self._matrix_series(item, window, entity))

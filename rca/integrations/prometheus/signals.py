@@ -120,9 +120,9 @@ def _quantile_signal(
     return Signal(name, expr, unit, source, by, buckets, edge=edge)
 
 
-def _rate(series: str, extra: str = "") -> str:
+def _rate(series: str, extra: str = "", by: str = "") -> str:
     sel = "{sel}" + (", " + extra if extra else "")
-    return f"sum({{per}}({series}{{{sel}}}[{{rate}}]))"
+    return f"sum{f' by ({by})' if by else ''}({{per}}({series}{{{sel}}}[{{rate}}]))"
 
 
 def _ratio(series: str, bad: str) -> str:
@@ -173,6 +173,9 @@ def _service_graph(prefix: str) -> tuple[Signal, ...]:
     )
 
 
+# A container's resources are read per pod, as cAdvisor reports them and as a recording holds them: their
+# sum over a service's pods rises whenever a rollout or a scale-up adds pods, which is no saturation.
+POD = "pod"
 SERVER = "server"  # the service graph connector's label for the called service
 CLIENT = "client"  # and for the calling one
 SPAN_ERROR = 'status_code="STATUS_CODE_ERROR"'  # the span metrics connector's failed spans
@@ -219,31 +222,31 @@ CONVENTIONS: tuple[Signal, ...] = (
     ),
     Signal(
         "cpu_usage_cores",
-        _rate("container_cpu_usage_seconds_total", 'container!="", container!="POD"'),
+        _rate("container_cpu_usage_seconds_total", 'container!="", container!="POD"', POD),
         "1",
         "container_cpu_usage_seconds_total",
     ),
     Signal(
         "memory_working_set_bytes",
-        'sum(container_memory_working_set_bytes{{sel}, container!="", container!="POD"})',
+        f'sum by ({POD}) (container_memory_working_set_bytes{{{{sel}}, container!="", container!="POD"}})',
         "By",
         "container_memory_working_set_bytes",
     ),
     Signal(
         "network_receive_bytes_per_second",
-        _rate("container_network_receive_bytes_total"),
+        _rate("container_network_receive_bytes_total", by=POD),
         "By/s",
         "container_network_receive_bytes_total",
     ),
     Signal(
         "network_transmit_bytes_per_second",
-        _rate("container_network_transmit_bytes_total"),
+        _rate("container_network_transmit_bytes_total", by=POD),
         "By/s",
         "container_network_transmit_bytes_total",
     ),
     Signal(
         "restarts",
-        "sum(increase(kube_pod_container_status_restarts_total{{sel}}[{rate}]))",
+        f"sum by ({POD}) (increase(kube_pod_container_status_restarts_total{{{{sel}}}}[{{rate}}]))",
         "1",
         "kube_pod_container_status_restarts_total",
     ),
@@ -274,6 +277,7 @@ _COVERED = frozenset(
         "kube_pod_owner",
         "kube_replicaset_owner",
         "kube_replicaset_created",
+        "kube_replicaset_labels",
         "kube_pod_labels",
         "kube_pod_info",
         "ALERTS",

@@ -49,6 +49,11 @@ NETWORK_TRANSMIT = Family(
 POD_OWNER = Family("kube_pod_owner", Kind.GAUGE, "Information about the Pod's owner.")
 REPLICASET_OWNER = Family("kube_replicaset_owner", Kind.GAUGE, "Information about the ReplicaSet's owner.")
 POD_LABELS = Family("kube_pod_labels", Kind.GAUGE, "Kubernetes labels converted to Prometheus labels.")
+# A ReplicaSet's labels are its pod template's, the service label among them: they name its service also
+# when none of its pods has telemetry (a rollout that began as the recording ended).
+REPLICASET_LABELS = Family(
+    "kube_replicaset_labels", Kind.GAUGE, "Kubernetes labels converted to Prometheus labels."
+)
 # What Prometheus itself writes for every scrape target at every scrape.
 SCRAPE_UP = Family("up", Kind.GAUGE, "1 if the target was scraped successfully, 0 if not")
 REPLICASET_CREATED = Family("kube_replicaset_created", Kind.GAUGE, "Unix creation timestamp")
@@ -457,7 +462,7 @@ class ClusterWriter:
     # pods ---------------------------------------------------------------------------------------------
     def _pods(self, pod_times: Mapping[tuple[str, str | None], list[FloatArray]]) -> None:
         """kube-state-metrics series of every pod, over the times it has data."""
-        rs_times: dict[tuple[str, str], list[FloatArray]] = defaultdict(list)
+        rs_times: dict[tuple[str, str, str], list[FloatArray]] = defaultdict(list)
         for (entity, instance), chunks in sorted(
             pod_times.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")
         ):
@@ -474,18 +479,13 @@ class ClusterWriter:
                     "owner_is_controller": "true",
                 }
                 self.expo.add(POD_OWNER, {**base, **owner}, times, ones)
-                rs_times[(pod.replicaset, pod.deployment)].append(times)
-        for (rs, deployment), chunks in sorted(rs_times.items()):
+                rs_times[(pod.replicaset, pod.deployment, entity)].append(times)
+        for (rs, deployment, entity), chunks in sorted(rs_times.items()):
             times = np.unique(np.concatenate(chunks))
-            labels = {
-                **KSM_JOB,
-                "namespace": self.namespace,
-                "replicaset": rs,
-                "owner_kind": "Deployment",
-                "owner_name": deployment,
-                "owner_is_controller": "true",
-            }
-            self.expo.add(REPLICASET_OWNER, labels, times, np.ones(times.shape))
+            of_rs = {**KSM_JOB, "namespace": self.namespace, "replicaset": rs}
+            owner = {"owner_kind": "Deployment", "owner_name": deployment, "owner_is_controller": "true"}
+            self.expo.add(REPLICASET_OWNER, {**of_rs, **owner}, times, np.ones(times.shape))
+            self.expo.add(REPLICASET_LABELS, {**of_rs, "label_app": entity}, times, np.ones(times.shape))
 
     # requests -------------------------------------------------------------------------------------------
     def _otel(self, entity: str, instance: str | None) -> dict[str, str]:
@@ -560,8 +560,9 @@ class ClusterWriter:
 
 
 # --- change history ------------------------------------------------------------------------------------
-def rollout_replicasets(namespace: str, events: Iterable[Event]) -> dict[str, float]:
-    """The ReplicaSet each rollout of the change history created, with when it began (recorded time).
+def rollout_replicasets(namespace: str, events: Iterable[Event]) -> dict[str, tuple[str, float]]:
+    """The ReplicaSet each rollout of the change history created, with its service and when it began
+    (recorded time).
 
     A Deployment's rollout is a new ReplicaSet, named `<deployment>-<pod-template-hash>`: the one of the
     pods the rollout's events name, else `<entity>-<reference>` (the recorded version id). A rollout that
@@ -575,13 +576,13 @@ def rollout_replicasets(namespace: str, events: Iterable[Event]) -> dict[str, fl
         starts[key] = min(starts.get(key, e.time), e.time)
         if e.instance:
             named[key].add(e.instance)
-    out: dict[str, float] = {}
+    out: dict[str, tuple[str, float]] = {}
     for (entity, reference), start in sorted(starts.items(), key=lambda kv: (kv[1], kv[0][0])):
         sets = {Pod.of(namespace, entity, pod).replicaset for pod in named[(entity, reference)]}
         sets.discard(None)
         names = sorted(s for s in sets if s) or ([f"{entity}-{reference}"] if reference else [])
         for name in names:
-            out[name] = min(out.get(name, start), start)
+            out[name] = (entity, min(out.get(name, (entity, start))[1], start))
     return out
 
 
@@ -592,16 +593,17 @@ def write_rollouts(
     shift: float,
     grid: Callable[[float], FloatArray],
 ) -> int:
-    """kube-state-metrics' `kube_replicaset_created` (its creation time, as a Unix time) of every
-    ReplicaSet the case's rollouts created, moved by `shift`, on the scrape grid from its creation on
-    (`grid(start)`); returns how many. A ReplicaSet older than the recording is not written: the
-    recording does not say when it was created."""
+    """kube-state-metrics' `kube_replicaset_created` (its creation time, as a Unix time) and
+    `kube_replicaset_labels` (its service's label) of every ReplicaSet the case's rollouts created, moved
+    by `shift`, on the scrape grid from its creation on (`grid(start)`); returns how many. A ReplicaSet
+    older than the recording is not written: the recording does not say when it was created."""
     written = 0
-    for name, start in rollout_replicasets(namespace, events).items():
+    for name, (entity, start) in rollout_replicasets(namespace, events).items():
         at = grid(start + shift)
         if at.size:  # nothing is written after the replayed present
             labels = {**KSM_JOB, "namespace": namespace, "replicaset": name}
             expo.add(REPLICASET_CREATED, labels, at, np.full(at.shape, float(round(start + shift))))
+            expo.add(REPLICASET_LABELS, {**labels, "label_app": entity}, at, np.ones(at.shape))
             written += 1
     return written
 

@@ -96,6 +96,7 @@ def test_pods_map_to_their_replicaset_and_deployment() -> None:
     assert dict(rs)["owner_kind"] == "Deployment"
     assert dict(rs)["owner_name"] == "cart"
     assert values(out, "kube_pod_labels", pod=POD, label_app="cart") == [1.0, 1.0]
+    assert values(out, "kube_replicaset_labels", replicaset="cart-7d9f8b6c5d", label_app="cart") == [1.0, 1.0]
     assert values(out, "kube_pod_container_status_restarts_total", pod=POD, container="cart") == [0.0, 0.0]
 
 
@@ -252,7 +253,10 @@ def test_a_rollout_is_the_replicaset_its_pods_belong_to_created_when_it_began() 
         Event(140.0, "email", EventKind.CONFIG_CHANGE, "flag", reference="flags-2"),
         Event(150.0, "ads", EventKind.DEPLOY, "start"),
     ]
-    assert rollout_replicasets("shop", events) == {"cart-v2-5d8f7c9b4": 100.0, "email-7f9c6d8b5": 200.0}
+    assert rollout_replicasets("shop", events) == {
+        "cart-v2-5d8f7c9b4": ("cart", 100.0),
+        "email-7f9c6d8b5": ("email", 200.0),
+    }
     expo = Exposition()
     grid = np.arange(0.0, 1200.0, 60.0)  # the replayed present is 1140
     assert (
@@ -261,7 +265,10 @@ def test_a_rollout_is_the_replicaset_its_pods_belong_to_created_when_it_began() 
     samples = written(expo)
     created = select(samples, "kube_replicaset_created", namespace="shop", replicaset="cart-v2-5d8f7c9b4")
     assert [(s.time, s.value) for s in created] == [(1140.0, 1100.0)]
-    assert len(samples) == len(created)  # email's rollout began after the replayed present
+    # its service, by the label its pod template gives it, although no pod of it has telemetry
+    labelled = select(samples, "kube_replicaset_labels", replicaset="cart-v2-5d8f7c9b4", label_app="cart")
+    assert [s.time for s in labelled] == [1140.0]
+    assert len(samples) == len(created) + len(labelled)  # email's rollout began after the replayed present
 
 
 def test_every_scrape_job_gets_prometheus_s_up_until_the_replayed_present() -> None:
