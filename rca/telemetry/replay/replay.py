@@ -139,7 +139,9 @@ def build(case: RecordedCase, now: float) -> tuple[Exposition, Timeline, dict[st
     found = gather(case)
     timeline = Timeline.place(now, case.alert.fired_at, scrape_step([s for s, _ in found]))
     case_window = case.source.recordings[0].window
-    placed = combine(((s, timeline.place_before(window, case_window)) for s, window in found), timeline.snap)
+    placed = combine(
+        ((s, timeline.place_before(window, case_window)) for s, window in found), timeline.nearest
+    )
     expo = Exposition()
     namespace = namespace_of(case.ref.system)
     writer = ClusterWriter(expo, namespace, timeline.step)

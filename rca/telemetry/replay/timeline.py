@@ -109,6 +109,15 @@ class Timeline:
         t = np.asarray(times, dtype=np.float64)
         return np.asarray(self.now + np.ceil((t - self.now) / grid - 1e-9) * grid, dtype=np.float64)
 
+    def nearest(self, times: FloatArray) -> FloatArray:
+        """Sample times moved to the nearest point of the scrape grid `now - k * step`. A recorded sample
+        taken a second either side of a scrape time belongs to that scrape: ChangeRCA's samples jitter
+        around the minute, and moved up (`snap`) one taken just before a grid point and the next, taken
+        just after it, would share one scrape time, leave the one before empty, and halve a counter's
+        rate across it."""
+        t = np.asarray(times, dtype=np.float64)
+        return np.asarray(self.now + np.round((t - self.now) / self.step) * self.step, dtype=np.float64)
+
     def place_before(self, recording: TimeWindow, case: TimeWindow) -> float:
         """The shift for a separate normal recording: it ends `NORMAL_GAP` before the case begins."""
         if recording.overlaps(case):

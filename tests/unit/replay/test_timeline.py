@@ -35,6 +35,13 @@ def test_slow_scrapes_stretch_the_lookback() -> None:
     assert t.lookback_delta == 600.0
 
 
+def test_samples_go_to_the_nearest_scrape_so_jitter_around_the_grid_leaves_no_hole() -> None:
+    t = Timeline.place(1_700_000_000.0, 1_699_990_000.0, 60.0)
+    jittered = t.now + np.array([-180.4, -119.8, -60.3, 0.2])  # a second either side of each scrape
+    assert (t.nearest(jittered) - t.now).tolist() == [-180.0, -120.0, -60.0, 0.0]
+    assert len(set(t.snap(jittered).tolist())) == 3  # moved up, two would share a scrape time
+
+
 def test_times_snap_up_to_the_scrape_grid_ending_at_now() -> None:
     t = Timeline.place(NOW, alert_time=0.0, step=60.0)
     snapped = t.snap(np.array([t.now - 61.0, t.now - 60.0, t.now - 0.5, t.now + 1.0]))
