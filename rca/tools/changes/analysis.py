@@ -149,7 +149,8 @@ class FamilyCanary:
 
     `growth` (memory only) is the new instances' rise from their own first values: a new version may
     legitimately sit at another memory level, what makes it bad is a leak. `weight` is below 1 for a
-    comparison that could not split the instances (pre-change baseline only, not origin-specific).
+    comparison that could not split the instances (pre-change baseline only, not origin-specific), which
+    `service_wide` marks: the entity's instance-less series before and after the change.
     """
 
     family: Family
@@ -161,6 +162,7 @@ class FamilyCanary:
     growth: Deviation | None = None
     inherited: float = 0.0  # the part a callee's own deviation explains (baseline-only comparisons)
     weight: float = 1.0
+    service_wide: bool = False
 
     @property
     def z(self) -> float:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from dataclasses import replace
 
 from rca.core.grounding import CITATION_WINDOW_AFTER_S, CITATION_WINDOW_BEFORE_S, Citation
 from rca.core.verdict import DEFAULT_THRESHOLDS
@@ -86,7 +87,9 @@ def _service_level(
         dev = deviation_from(before, s.within(after).values, direction)
         if dev is None:
             continue
-        result = FamilyCanary(family, s.name, None, dev, len(s.within(after)), 0, weight=BASELINE_ONLY_WEIGHT)
+        result = FamilyCanary(
+            family, s.name, None, dev, len(s.within(after)), 0, weight=BASELINE_ONLY_WEIGHT, service_wide=True
+        )
         best = out.get(family)
         if best is None or (result.z, s.name) > (best.z, best.metric):
             out[family] = result
@@ -114,16 +117,7 @@ def _baseline_only(
             # A callee moved too: without a canary the entity's share cannot be told apart from what it
             # inherits, so none of it is credited to the change.
             inherited = max(inherited, found.baseline.z)
-        out[family] = FamilyCanary(
-            family,
-            found.metric,
-            None,
-            found.baseline,
-            found.new_points,
-            0,
-            inherited=inherited,
-            weight=found.weight,
-        )
+        out[family] = replace(found, inherited=inherited)
     return out
 
 
@@ -144,9 +138,13 @@ def _compare(ctx: ToolContext, entity: str, rollout: Rollout, events: tuple[Even
         finding.families = canary(series, new, old, after, pre)
         serving = [s.within(after) for s in series if s.instance in new]
         finding.new_since = min((float(s.timestamps.min()) for s in serving if len(s)), default=None)
-    elif pre is not None:
-        finding.families = _baseline_only(ctx, entity, after, pre)
-        finding.new_since = rollout.started_at if finding.families else None
+    if pre is not None:
+        # A family the new instances are not measured in is compared service-wide: a live cluster's
+        # resources are per pod while its error ratio and latency are often per service only.
+        wide = {f: c for f, c in _baseline_only(ctx, entity, after, pre).items() if f not in finding.families}
+        finding.families |= wide
+        if wide and finding.new_since is None:
+            finding.new_since = rollout.started_at
     # The onset must follow the rollout: a change started after the alert fired, or a version that
     # served only after the change window closed, cannot have caused it.
     finding.aligned = (

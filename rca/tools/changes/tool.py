@@ -42,7 +42,7 @@ def _measure(finding: CanaryFinding, best: FamilyCanary, z: float, score: float)
     out: dict[str, SignalValue] = {
         "family": best.family.value,
         "metric": best.metric,
-        "comparison": "canary" if finding.split else "baseline_only",
+        "comparison": "baseline_only" if best.service_wide else "canary",
         "z": round(z, 3),
         "score": score,
         "new_points": best.new_points,
@@ -73,7 +73,10 @@ def _describe(finding: CanaryFinding, best: FamilyCanary) -> str:
         return text
     if best.baseline is None:
         return best.metric
-    where = "on new instances" if finding.split else "service-wide, no new-version instances"
+    if not best.service_wide:
+        where = "on new instances"
+    else:
+        where = "service-wide" if finding.split else "service-wide, no new-version instances"
     inherited = f", callees {best.inherited:.1f}" if best.inherited > 0 else ""
     return (
         f"{best.metric} {where} {best.baseline.baseline:.4g} -> {best.baseline.observed:.4g} "

@@ -316,3 +316,23 @@ def test_kubernetes_warnings_support_the_kind_they_name(
     verdict = _verdict(ctx, "cart", kind)
     assert (verdict is Verdict.SUPPORTS) is supported
     assert _verdict(ctx, "pay", kind) is not Verdict.SUPPORTS  # another entity's warning says nothing
+
+
+def test_a_family_the_new_pods_are_not_measured_in_is_compared_service_wide() -> None:
+    """As a live cluster measures it: CPU per pod, old and new, the success rate per service only. The
+    new version's failures show service-wide after the rollout; the per-pod CPU does not hide them."""
+    at = ONSET - 4 * STEP
+    end = ONSET + 10 * STEP
+    series = [_series("pay", "cpu", f"pay-v1-{i}", T0, end, 20.0, 200 + i) for i in range(3)]
+    series.append(_series("pay", "cpu", "pay-v2-1", at + STEP, end, 20.0, 210))
+    times = np.arange(T0, end, STEP)
+    noise = np.random.default_rng(220).normal(0.0, 1.0, times.size)
+    rate = np.where(times >= at + STEP, 60.0, 100.0) + noise
+    series.append(MetricSeries("pay", "success_rate", "%", times, rate, None))
+    ctx = _context(MemorySource(series, _rollout("pay", "v2", SHA_BAD, at)))
+    result = ChangesTool().run(ctx, Hypothesis("h-pay", "pay", FaultKind.BAD_DEPLOY.value))
+    assert result.measurements["comparison"] == "baseline_only"
+    assert result.measurements["metric"] == "success_rate"
+    assert "success_rate service-wide 100" in result.summary
+    assert "no new-version instances" not in result.summary  # there is one, measured in CPU only
+    assert float(result.signals["anomaly_score"]) >= 0.8
