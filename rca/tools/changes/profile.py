@@ -65,14 +65,16 @@ def _pre_change(ctx: ToolContext, started_at: float) -> TimeWindow | None:
 
 
 def _service_level(
-    ctx: ToolContext, entity: str, after: TimeWindow, pre: TimeWindow
+    ctx: ToolContext, entity: str, after: TimeWindow, pre: TimeWindow, every_instance: bool = False
 ) -> dict[Family, FamilyCanary]:
-    """Per family, the entity's instance-less (service-level) series after the change against before it.
+    """Per family, the entity's instance-less (service-level) series after the change against before it;
+    with `every_instance`, its per-instance series too (what a callee shows its callers, however it
+    measures it).
 
     Errors and latency only: they are what callers see. Cached per entity and windows, since callees
     are asked too when the caller's share is taken out.
     """
-    key = f"changes.service_level.{entity}.{after.start}.{after.end}.{pre.start}.{pre.end}"
+    key = f"changes.service_level.{entity}.{after.start}.{after.end}.{pre.start}.{pre.end}.{every_instance}"
     cached = ctx.cache.get(key)
     if isinstance(cached, dict):
         return cached
@@ -80,7 +82,7 @@ def _service_level(
     span = TimeWindow(min(pre.start, after.start), max(pre.end, after.end))
     for s in ctx.source.metrics(entity, span):
         kind = family_of(s.name)
-        if s.instance is not None or kind is None or kind[0] not in SERVICE_FAMILIES:
+        if (s.instance is not None and not every_instance) or kind is None or kind[0] not in SERVICE_FAMILIES:
             continue
         family, direction = kind
         before = s.within(pre)
@@ -101,7 +103,8 @@ def _baseline_only(
     ctx: ToolContext, entity: str, after: TimeWindow, pre: TimeWindow
 ) -> dict[Family, FamilyCanary]:
     """Without new-version instances: the entity's service-level change net of its callees' (whatever a
-    callee shows in the same family and windows is inherited, as in the metrics tool)."""
+    callee shows in the same family and windows is inherited, as in the metrics tool, whether the
+    callee measures it per service or per pod: a callee failing on some pods fails its callers' calls)."""
     own = _service_level(ctx, entity, after, pre)
     out: dict[Family, FamilyCanary] = {}
     for family, found in own.items():
@@ -109,7 +112,7 @@ def _baseline_only(
             max(0.0, c.baseline.z)
             for callee in ctx.graph.callees(entity)
             if callee != entity
-            and (c := _service_level(ctx, callee, after, pre).get(family)) is not None
+            and (c := _service_level(ctx, callee, after, pre, every_instance=True).get(family)) is not None
             and c.baseline is not None
         ]
         inherited = max(callee_zs, default=0.0)
