@@ -31,6 +31,7 @@ HOUR = 3600.0
 FAULT = 600.0  # the last ten minutes: checkout's CPU triples, frontend's errors and latency rise
 POD = "checkout-7d9fbc5c4b-x2x4z"
 REPLICASET = "checkout-7d9fbc5c4b"
+PAYMENT_PODS = ("payment-6f7d8c9b5d-k2m4p", "payment-6f7d8c9b5d-q9w8e")
 # A second Deployment of the same service (a canary release): its pods reach it by their label only.
 CANARY = "checkout-canary-5f6d7c8b9a-q7w8e"
 NAMESPACE = "shop"
@@ -75,6 +76,19 @@ def cluster(now: float) -> Exposition:
     expo.add_histogram(
         http, {**ok, "http_response_status_code": "500"}, times, failed, failed.sum(axis=1) * 0.02
     )
+    # payment's two pods, each its own series (the Collector's k8sattributes): only the second fails
+    for n, pod_name in enumerate(PAYMENT_PODS):
+        labels = {"service_name": "payment", "k8s_pod_name": pod_name, "http_response_status_code": "200"}
+        share = np.where(faulty, 0.5, 1.0) if n else np.ones(times.size)
+        expo.add_histogram(http, labels, times, fast * share[:, None], fast.sum(axis=1) * 0.02)
+        if n:
+            expo.add_histogram(
+                http,
+                {**labels, "http_response_status_code": "500"},
+                times,
+                fast * (1 - share)[:, None],
+                fast.sum(axis=1) * 0.0,
+            )
     graph = Family("traces_service_graph_request", Kind.COUNTER, "service graph requests")
     expo.add(graph, {"client": "frontend", "server": "checkout"}, times, np.full(times.size, requests))
     labels = Family("kube_pod_labels", Kind.GAUGE, "pod labels")
@@ -162,6 +176,12 @@ def test_a_histogram_is_read_as_quantiles_and_its_5xx_share(prom: Server, now: f
     assert series["requests_per_second"].resolution is None
     assert np.nanmax(p99.resolution[quiet]) == pytest.approx(0.025 - 0.01)  # the (10, 25] ms bucket
     assert np.nanmedian(p99.resolution[p99.timestamps > now - FAULT + 120]) == pytest.approx(2.5 - 1.0)
+
+
+def test_http_series_that_name_their_pod_are_read_per_pod(prom: Server, now: float) -> None:
+    errors = connector(prom).metrics("payment", recent(now), ["error_ratio"])
+    late = {s.instance: float(np.median(s.values[s.timestamps > now - FAULT + 120])) for s in errors}
+    assert late == {PAYMENT_PODS[0]: 0.0, PAYMENT_PODS[1]: pytest.approx(0.5, abs=0.02)}
 
 
 def test_pods_map_to_their_workload_and_discovery_puts_conventions_first(prom: Server, now: float) -> None:

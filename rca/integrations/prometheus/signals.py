@@ -112,11 +112,13 @@ def _quantile_signal(
     extra: str = "",
     by: str | None = None,
     edge: str | None = None,
+    keep: str = "",
 ) -> Signal:
     """A histogram quantile, read over the rates of its buckets (which the signal keeps, see `bounds`);
-    per value of the `edge` label when there is one."""
+    per value of the `edge` label when there is one, and of the `keep` label (a pod's)."""
     buckets = _buckets(family, extra)
-    expr = f"histogram_quantile({q:g}, sum by ({_by_bucket(edge)}) ({{per}}({buckets}[{{rate}}])))"
+    kept = f"{_by_bucket(edge)}, {keep}" if keep else _by_bucket(edge)
+    expr = f"histogram_quantile({q:g}, sum by ({kept}) ({{per}}({buckets}[{{rate}}])))"
     return Signal(name, expr, unit, source, by, buckets, edge=edge)
 
 
@@ -125,9 +127,9 @@ def _rate(series: str, extra: str = "", by: str = "") -> str:
     return f"sum{f' by ({by})' if by else ''}({{per}}({series}{{{sel}}}[{{rate}}]))"
 
 
-def _ratio(series: str, bad: str) -> str:
+def _ratio(series: str, bad: str, by: str = "") -> str:
     # No bad series at all is a ratio of 0, not a missing one (a service with no errors yet).
-    return f"(({_rate(series, bad)}) or (0 * {_rate(series)})) / {_rate(series)}"
+    return f"(({_rate(series, bad, by)}) or (0 * {_rate(series, by=by)})) / {_rate(series, by=by)}"
 
 
 def _percentile(q: float) -> str:
@@ -135,16 +137,25 @@ def _percentile(q: float) -> str:
 
 
 def _http(family: str, prefix: str) -> tuple[Signal, ...]:
-    """An OpenTelemetry HTTP duration histogram: quantiles, request rate, 5xx share."""
+    """An OpenTelemetry HTTP duration histogram: quantiles, request rate, 5xx share, per pod where its
+    series carry one (`k8s.pod.name`, the Collector's k8sattributes processor), as a recording holds
+    them: a new version's pods are then told from its old ones (a canary), which a service-wide share
+    cannot do. Series with no pod label read as one, the service's."""
     count = f"{family}_count"
     status = 'http_response_status_code=~"5.."'
     return (
         *(
-            _quantile_signal(f"{prefix}latency_{_percentile(q)}", family, q, "s", count)
+            _quantile_signal(f"{prefix}latency_{_percentile(q)}", family, q, "s", count, keep=OTEL_POD)
             for q in reversed(QUANTILES)
         ),
-        Signal(f"{prefix}error_ratio", _ratio(count, status), "1", count, failures=f"{count}{{{status}}}"),
-        Signal(f"{prefix}requests_per_second", _rate(count), "1/s", count),
+        Signal(
+            f"{prefix}error_ratio",
+            _ratio(count, status, OTEL_POD),
+            "1",
+            count,
+            failures=f"{count}{{{status}}}",
+        ),
+        Signal(f"{prefix}requests_per_second", _rate(count, by=OTEL_POD), "1/s", count),
     )
 
 
@@ -176,6 +187,7 @@ def _service_graph(prefix: str) -> tuple[Signal, ...]:
 # A container's resources are read per pod, as cAdvisor reports them and as a recording holds them: their
 # sum over a service's pods rises whenever a rollout or a scale-up adds pods, which is no saturation.
 POD = "pod"
+OTEL_POD = "k8s_pod_name"  # the OpenTelemetry resource attribute k8s.pod.name, as Prometheus labels it
 SERVER = "server"  # the service graph connector's label for the called service
 CLIENT = "client"  # and for the calling one
 SPAN_ERROR = 'status_code="STATUS_CODE_ERROR"'  # the span metrics connector's failed spans
