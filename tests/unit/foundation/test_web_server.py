@@ -37,7 +37,7 @@ def test_gunicorn_loads_the_application_before_it_forks_the_workers(monkeypatch:
     monkeypatch.delenv("ROOTLINE_WEB_THREADS", raising=False)
     config = runpy.run_path(str(REPO / "gunicorn.conf.py"))
     assert config["preload_app"] is True
-    assert (config["workers"], config["threads"]) == (1, 8)
+    assert (config["workers"], config["threads"]) == (2, 8)
 
 
 def test_loading_the_application_imports_every_view_and_opens_nothing(tmp_path: Path) -> None:
