@@ -148,9 +148,9 @@ class FamilyCanary:
     """One family's strongest metric: new instances after the rollout against old ones and the baseline.
 
     `growth` (memory only) is the new instances' rise from their own first values: a new version may
-    legitimately sit at another memory level, what makes it bad is a leak. `weight` is below 1 for a
-    comparison that could not split the instances (pre-change baseline only, not origin-specific), which
-    `service_wide` marks: the entity's instance-less series before and after the change.
+    legitimately sit at another memory level, what makes it bad is a leak. `service_wide` marks a
+    comparison that could not split the instances (the entity's series before and after the change,
+    not origin-specific): it weighs `BASELINE_ONLY_WEIGHT`.
     """
 
     family: Family
@@ -161,8 +161,12 @@ class FamilyCanary:
     old_points: int
     growth: Deviation | None = None
     inherited: float = 0.0  # the part a callee's own deviation explains (baseline-only comparisons)
-    weight: float = 1.0
     service_wide: bool = False
+
+    @property
+    def weight(self) -> float:
+        """How much this comparison counts against a canary's."""
+        return BASELINE_ONLY_WEIGHT if self.service_wide else 1.0
 
     @property
     def z(self) -> float:

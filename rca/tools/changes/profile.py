@@ -14,7 +14,6 @@ from rca.telemetry.model import Event, TelemetryError, TimeWindow
 from rca.tools.base import ToolContext
 from rca.tools.changes.analysis import (
     ALIGN_TOLERANCE_S,
-    BASELINE_ONLY_WEIGHT,
     CITATION_KINDS,
     MOVED_Z,
     NEVER_SERVED_Z,
@@ -71,32 +70,33 @@ def _service_level(
     with `every_instance`, its per-instance series too (what a callee shows its callers, however it
     measures it).
 
-    Errors and latency only: they are what callers see. Cached per entity and windows, since callees
-    are asked too when the caller's share is taken out.
+    Errors and latency only: they are what callers see. Both views are computed from one read and cached
+    per entity and windows, since callees are asked too when the caller's share is taken out.
     """
-    key = f"changes.service_level.{entity}.{after.start}.{after.end}.{pre.start}.{pre.end}.{every_instance}"
+    key = f"changes.service_level.{entity}.{after.start}.{after.end}.{pre.start}.{pre.end}"
     cached = ctx.cache.get(key)
-    if isinstance(cached, dict):
-        return cached
-    out: dict[Family, FamilyCanary] = {}
-    span = TimeWindow(min(pre.start, after.start), max(pre.end, after.end))
-    for s in ctx.source.metrics(entity, span):
-        kind = family_of(s.name)
-        if (s.instance is not None and not every_instance) or kind is None or kind[0] not in SERVICE_FAMILIES:
-            continue
-        family, direction = kind
-        before = s.within(pre)
-        dev = deviation_from(before, s.within(after).values, direction)
-        if dev is None:
-            continue
-        result = FamilyCanary(
-            family, s.name, None, dev, len(s.within(after)), 0, weight=BASELINE_ONLY_WEIGHT, service_wide=True
-        )
-        best = out.get(family)
-        if best is None or (result.z, s.name) > (best.z, best.metric):
-            out[family] = result
-    ctx.cache[key] = out
-    return out
+    own: dict[Family, FamilyCanary]
+    every: dict[Family, FamilyCanary]
+    if isinstance(cached, tuple):
+        own, every = cached
+    else:
+        own, every = {}, {}
+        span = TimeWindow(min(pre.start, after.start), max(pre.end, after.end))
+        for s in ctx.source.metrics(entity, span):
+            kind = family_of(s.name)
+            if kind is None or kind[0] not in SERVICE_FAMILIES:
+                continue
+            family, direction = kind
+            dev = deviation_from(s.within(pre), s.within(after).values, direction)
+            if dev is None:
+                continue
+            result = FamilyCanary(family, s.name, None, dev, len(s.within(after)), 0, service_wide=True)
+            for out in (every, own) if s.instance is None else (every,):
+                best = out.get(family)
+                if best is None or (result.z, s.name) > (best.z, best.metric):
+                    out[family] = result
+        ctx.cache[key] = (own, every)
+    return every if every_instance else own
 
 
 def _baseline_only(
