@@ -9,8 +9,10 @@ process saturates near 200 deliveries a second. Measured with bench/bench_storm.
 project's 2-core machines (shared with other work): on the embedded default (SQLite) at 200 alerts/s
 for 60 s, one process achieved 191/s with p50 236 ms and p95 402 ms, two 199/s with p50 13 ms and p95
 168 ms (writers take turns on one file lock but hold it briefly; no 5xx and nothing lost either way); on
-PostgreSQL at 1,000 alerts/s in deliveries of 10, two processes achieved 868/s (earlier runs: 482/s with
-two, 257-341 with one). Every process shares the rate limits (Redis).
+PostgreSQL in deliveries of 10, two processes achieved 993/s of 1,000/s offered (p95 340 ms) and
+1,141/s and 1,057/s of 1,200/s offered in two runs (p95 412 and 459 ms), with nothing else running;
+868/s of 1,000/s with other benchmarks running (earlier runs: 482/s with two, 257-341 with one). Every
+process shares the rate limits (Redis).
 
 The application is loaded once, in the master, before the worker processes are forked
 (`preload_app`), views included (rca/wsgi.py), so a worker serves its first request at full speed. A
