@@ -42,11 +42,9 @@ class EngineConfig:
     baseline_s: float = 60 * MINUTE
     # The confident exit's calibration (rca/investigation/calibration.json); None: the gate alone.
     calibration: CalibrationMap | None = field(default_factory=load_calibration)
-    # Shadow: the calibrated probability is recorded and shown, the gate's exit stands. Active would
-    # withhold validated exits below the map's threshold; on the dev cases it does not raise
-    # out-of-fold precision, and lowers it on the synthetic suite (docs/evaluation.md section 3), so
-    # under issue #20's rules it does not govern until a map that does is fitted.
-    calibration_mode: Mode = Mode.SHADOW
+    # Active: a validated exit stands only when the map's probability reaches its threshold (issue #20).
+    # Shadow records and shows the probability and lets the gate's exit stand (docs/evaluation.md §3).
+    calibration_mode: Mode = Mode.ACTIVE
     # Makes each investigation's policy (a policy keeps per-investigation state such as its budget).
     policy: Callable[[], Policy] = OfflinePolicy
 

@@ -143,15 +143,20 @@ def test_the_calibration_withholds_a_validated_exit_below_its_threshold() -> Non
     assert stored == round(result.calibrated_probability, 4)
 
 
-def test_the_stored_calibration_is_applied_in_shadow_by_default() -> None:
+def test_the_stored_calibration_governs_by_default_and_shadow_only_reports() -> None:
     stored = load_calibration()
     assert EngineConfig().calibration == stored
-    assert EngineConfig().calibration_mode is Mode.SHADOW
+    assert EngineConfig().calibration_mode is Mode.ACTIVE
     result = investigate(*build(CHAIN, cpu_in_payment()))
     assert result.calibrated_probability == stored.apply(result.calibration_scores)
-    assert (result.exit == "confident") is result.validated  # shadow: the gate's exit stands
+    passes = stored.confident(result.calibration_scores, validated=result.validated)
+    assert (result.exit == "confident") is passes  # active: validated and at the threshold
     strict = CalibrationMap("top_score", (0.0, 1e9), (0.0, 0.5), threshold=0.9)
-    shadow = investigate(*build(CHAIN, cpu_in_payment()), replace(EngineConfig(), calibration=strict))
+    withheld = investigate(*build(CHAIN, cpu_in_payment()), replace(EngineConfig(), calibration=strict))
+    assert withheld.validated
+    assert withheld.exit == "no_confident_root_cause"
+    only_reports = replace(EngineConfig(), calibration=strict, calibration_mode=Mode.SHADOW)
+    shadow = investigate(*build(CHAIN, cpu_in_payment()), only_reports)
     assert shadow.exit == "confident"
     assert shadow.calibrated_probability is not None
     assert shadow.calibrated_probability < strict.threshold
