@@ -152,6 +152,25 @@ def stock_deviation(
     return latest if latest is not None and latest.z > dev.z else dev
 
 
+def stock_movement(dev: Deviation, window: FloatArray) -> Deviation:
+    """`dev` counted only as far as the stock moved within the window: the largest distance of its level
+    (a running median of `LATEST_SAMPLES`, as the latest level is read) from its level at the window's
+    start, in the baseline's spread.
+
+    For a baseline that does not run up to the incident window (a separate normal recording): the level
+    a stock (memory) held when the window began was reached at a time nothing was recorded, so it is no
+    sign of what happened in the window. A container that merely runs at another level in another
+    recording holds it flat; an origin allocating or freeing in the window moves (a leak grows, a
+    stressor allocates and frees)."""
+    finite = window[np.isfinite(window)]
+    if finite.size < LATEST_SAMPLES:
+        return dev
+    start = float(np.median(finite[:LATEST_SAMPLES]))
+    levels = np.median(np.lib.stride_tricks.sliding_window_view(finite, LATEST_SAMPLES), axis=1)
+    moved = float(np.max(np.abs(levels - start))) / dev.spread
+    return replace(dev, z=min(dev.z, moved))
+
+
 def inherited_z(mine: FamilyFinding, callee: FamilyFinding) -> float:
     """How much of `mine` (a caller's deviation) a callee's deviation of the same family accounts for,
     in the caller's z units.

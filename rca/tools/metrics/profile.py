@@ -16,7 +16,7 @@ import networkx as nx
 import numpy as np
 
 from rca.core.hypotheses import Hypothesis
-from rca.telemetry.model import Direction, MetricSeries, TimeWindow
+from rca.telemetry.model import Direction, FloatArray, MetricSeries, TimeWindow
 from rca.tools.base import ToolContext
 from rca.tools.facts import ExaminedSeries
 from rca.tools.faults import FaultKind
@@ -34,6 +34,7 @@ from rca.tools.metrics.analysis import (
     never_succeeds,
     requests_per_sample,
     stock_deviation,
+    stock_movement,
     too_few_for_quantile,
     waited_callee,
     waited_z,
@@ -67,6 +68,21 @@ def before_onset(ctx: ToolContext) -> TimeWindow | None:
     """The part of the incident window before the alert fired (None when the window starts at onset)."""
     end = min(ctx.onset, ctx.incident.end)
     return TimeWindow(ctx.incident.start, end) if end > ctx.incident.start else None
+
+
+def baseline_adjoins(ctx: ToolContext) -> bool:
+    """Whether the baseline runs up to the incident window (one recording), rather than lying apart
+    from it (a separate normal recording, or a gap nothing was read in)."""
+    return ctx.baseline.start < ctx.incident.start <= ctx.baseline.end
+
+
+def _stock_deviation(
+    ctx: ToolContext, dev: Deviation, baseline: FloatArray, window: FloatArray, direction: Direction
+) -> Deviation:
+    """A stock's deviation: read at its latest level (`stock_deviation`), and counted only as far as it
+    moved within the window when the baseline lies apart from the window (`stock_movement`)."""
+    dev = stock_deviation(dev, baseline, window, direction)
+    return dev if baseline_adjoins(ctx) else stock_movement(dev, window)
 
 
 # The symptom must deviate this many times the noise knee after onset to time it: an alert metric
@@ -157,7 +173,7 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
         if dev is None:
             continue
         if family is Family.MEMORY:
-            dev = stock_deviation(dev, base.values, window.values, direction)
+            dev = _stock_deviation(ctx, dev, base.values, window.values, direction)
         dev, anchored = _net_of_pre_onset(dev, window, ctx, direction)
         peak = peak_z(base.values, window.values, direction, floor_for(family), resolution)
         result.peaks[family] = max(result.peaks.get(family, 0.0), peak)

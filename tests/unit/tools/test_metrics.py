@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rca.core.hypotheses import Hypothesis
-from rca.telemetry.model import Direction, MetricSeries, TimeWindow
+from rca.telemetry.model import Direction, FloatArray, MetricSeries, TimeWindow
 from rca.tools.faults import FaultKind
 from rca.tools.metrics.analysis import (
     callers_wait,
@@ -17,6 +17,7 @@ from rca.tools.metrics.analysis import (
     never_succeeds,
     requests_per_sample,
     stock_deviation,
+    stock_movement,
     stuck_at_zero,
     too_few_for_quantile,
     waited_callee,
@@ -460,6 +461,59 @@ def test_a_memory_leak_is_read_at_its_latest_level_a_level_shift_as_before() -> 
     shift_dev = deviation(baseline, shift, Direction.UP)
     assert shift_dev is not None
     assert stock_deviation(shift_dev, baseline, shift, Direction.UP) == shift_dev
+
+
+def test_a_stock_counts_only_as_far_as_it_moved_within_the_window() -> None:
+    """Against a separate recording, a level held flat through the window says nothing of the window; a
+    leak that grows in it, or a stressor that allocates and frees, moves."""
+    baseline = 100.0 + np.tile([-1.0, 1.0], 20)
+    wobble = np.tile([-1.0, 1.0], 10)
+    flat = 300.0 + wobble  # another recording's level, held throughout
+    leak = 300.0 + 5.0 * np.arange(20)
+    cycling = 300.0 + np.concatenate([np.zeros(8), np.full(6, 60.0), np.zeros(6)])
+    for window, moved in ((flat, False), (leak, True), (cycling, True)):
+        dev = deviation(baseline, window, Direction.UP)
+        assert dev is not None
+        assert dev.z > 50  # the level alone reads as a large rise
+        counted = stock_movement(dev, window)
+        assert (counted.z >= KNEE) is moved
+        assert counted.z <= dev.z
+        assert counted.baseline == dev.baseline
+    short = deviation(baseline, flat[:2], Direction.UP)
+    assert short is not None
+    assert stock_movement(short, flat[:2]) == short  # too few samples to tell a level from a move
+
+
+def _memory_levels(levels: dict[str, FloatArray]) -> FakeSource:
+    """A `front -> back` system with 1-minute memory series: the baseline recording (before 300 s)
+    at 1e8 with a wobble, the incident recording (from `ONSET`) at each entity's `levels`."""
+
+    class Metered(FakeSource):
+        def metric_names(self, entity: str) -> list[str]:
+            return ["memory"]
+
+        def metrics(self, entity: str, window: TimeWindow, names: object = None) -> list[MetricSeries]:
+            base_t = np.arange(0.0, 300.0, 15.0)
+            base_v = 1e8 + 1e5 * np.where(np.arange(base_t.size) % 2 == 0, 1.0, -1.0)
+            t = np.concatenate([base_t, ONSET + 15.0 * np.arange(levels[entity].size)])
+            v = np.concatenate([base_v, levels[entity]])
+            keep = (t >= window.start) & (t < window.end)
+            return [MetricSeries(entity, "memory", "bytes", t[keep], v[keep], f"{entity}-pod")]
+
+    return Metered((("front", "back"),))
+
+
+def test_against_a_separate_recording_a_flat_memory_level_is_not_a_deviation_growth_is() -> None:
+    source = _memory_levels({"front": np.full(20, 3e8), "back": 1e8 + 1e7 * np.arange(20)})
+    separate = context(source, incident=TimeWindow(ONSET, ONSET + 300.0), baseline=TimeWindow(0.0, 300.0))
+    flat = metric_profile(separate, "front").findings.get(Family.MEMORY)
+    assert flat is None or flat.deviation.z < KNEE
+    grows = metric_profile(separate, "back").findings[Family.MEMORY]
+    assert grows.deviation.z >= KNEE
+    # A baseline that runs up to the window: a level above it is a rise within one recording.
+    source = _memory_levels({"front": np.full(20, 3e8), "back": np.full(20, 1e8)})
+    adjoining = context(source, incident=TimeWindow(ONSET, ONSET + 300.0), baseline=TimeWindow(0.0, ONSET))
+    assert metric_profile(adjoining, "front").findings[Family.MEMORY].deviation.z >= KNEE
 
 
 # The OpenTelemetry Collector's default span-metric buckets (ms) up to 1 s: coarse above 10 ms.
