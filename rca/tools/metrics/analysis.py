@@ -165,9 +165,8 @@ def stock_movement(dev: Deviation, window: FloatArray) -> Deviation:
     finite = window[np.isfinite(window)]
     if finite.size < LATEST_SAMPLES:
         return dev
-    start = float(np.median(finite[:LATEST_SAMPLES]))
     levels = np.median(np.lib.stride_tricks.sliding_window_view(finite, LATEST_SAMPLES), axis=1)
-    moved = float(np.max(np.abs(levels - start))) / dev.spread
+    moved = float(np.max(np.abs(levels - levels[0]))) / dev.spread  # levels[0]: the window's start
     return replace(dev, z=min(dev.z, moved))
 
 
