@@ -27,6 +27,10 @@ class MetricsConnector(Protocol):
         """Caller -> callee edges (with call counts) from service-graph metrics inside `window`."""
         ...
 
+    def services(self, window: TimeWindow, beside: Iterable[str]) -> list[str]:
+        """The services running beside `beside` (their namespaces) inside `window`, called or not."""
+        ...
+
 
 class LogsConnector(Protocol):
     """Log records of an entity (Loki)."""

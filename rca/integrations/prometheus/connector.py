@@ -341,6 +341,36 @@ class PrometheusConnector:
         ]
         return sorted(e for e in edges if e[0] and e[1] and e[2] > 0)
 
+    def services(self, window: TimeWindow, beside: Iterable[str]) -> list[str]:
+        """The services running beside `beside` (in the namespaces their pods run in) inside `window`, as
+        kube-state-metrics lists pods: each pod's service label (`kube_pod_labels`, each service label in
+        order), else its workload (pod -> ReplicaSet -> Deployment, or its StatefulSet, DaemonSet or Job).
+        A call graph names only the services that called or were called in its window; a service nobody
+        called still has resources that can deviate, and a rival's deviation is evidence too."""
+        span = {"start": f"{window.start:.3f}", "end": f"{window.end:.3f}"}
+        rows = self._series(["kube_pod_labels", "kube_pod_owner", "kube_replicaset_owner"], span)
+        deployments = {
+            r["replicaset"]: r["owner_name"]
+            for r in rows
+            if r.get("__name__") == "kube_replicaset_owner" and r.get("replicaset") and r.get("owner_name")
+        }
+        served: dict[tuple[str, str], str] = {}  # (namespace, pod) -> service
+        for r in rows:
+            if r.get("__name__") == "kube_pod_labels" and r.get("pod"):
+                service = self._service_label(r)
+                if service:
+                    served[(r.get("namespace", ""), r["pod"])] = service
+        for r in rows:
+            key, owner = (r.get("namespace", ""), r.get("pod", "")), r.get("owner_name", "")
+            if r.get("__name__") != "kube_pod_owner" or not key[1] or not owner or key in served:
+                continue
+            if r.get("owner_kind") == "ReplicaSet":
+                owner = deployments.get(owner) or owner.rsplit("-", 1)[0]
+            served[key] = owner
+        wanted = set(beside)
+        namespaces = {namespace for (namespace, _), service in served.items() if service in wanted}
+        return sorted({service for (namespace, _), service in served.items() if namespace in namespaces})
+
     def _vector(self, query: str, at: float, what: str) -> list[tuple[dict[str, str], float]]:
         """An instant query's result: each series' labels and value."""
         data = self._get("/api/v1/query", {"query": query, "time": f"{at:.3f}"}, what)

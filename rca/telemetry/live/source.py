@@ -26,6 +26,7 @@ from rca.integrations.registry import TELEMETRY, System
 from rca.telemetry.model import (
     Conventions,
     DependencyGraph,
+    Entity,
     Event,
     LogRecord,
     MetricSeries,
@@ -305,8 +306,22 @@ class LiveSource:
                 self._states[exc.backend] = f"unreachable: {exc.reason}"
                 continue
             if graph.edges:
-                return replace(graph, origin=origin)
+                return replace(self._with_idle_services(graph, recent), origin=origin)
         return DependencyGraph(entities=(), edges=(), origin="none")
+
+    def _with_idle_services(self, graph: DependencyGraph, recent: TimeWindow) -> DependencyGraph:
+        """`graph` with the services running beside its own that no call in it names (the metrics
+        backend's `services`), as a recording's graph holds every service it measured; unchanged when
+        the backend cannot say."""
+        metrics = self._metrics
+        if metrics is None:
+            return graph
+        known = set(graph.names())
+        idle = self._or_none(lambda: [s for s in metrics.services(recent, known) if s not in known])
+        if not idle:
+            return graph
+        entities = sorted((*graph.entities, *(Entity(name) for name in idle)), key=lambda e: e.name)
+        return replace(graph, entities=tuple(entities))
 
     def _edges(self, read: Callable[[], list[tuple[str, str, float]]]) -> list[tuple[str, str, float]]:
         """A backend's caller -> callee edges, its failure as the telemetry model's error."""

@@ -229,6 +229,75 @@ def test_the_calls_an_entity_serves_are_read_from_the_service_graph_by_its_serve
     assert 'sum(irate(traces_service_graph_request_failed_total{server="cartservice"}[60s]))' in promql
 
 
+def test_services_are_every_pod_s_service_in_the_namespaces_of_those_beside(
+    prom: PrometheusConnector,
+) -> None:
+    ksm = {"job": "kube-state-metrics"}
+    rows = [
+        # a service label names the service, over its workload (two Deployments of one service)
+        {
+            "__name__": "kube_pod_labels",
+            **ksm,
+            "namespace": "shop",
+            "pod": "cart-v1-7d4b9-x2k4j",
+            "label_app": "cart",
+        },
+        {
+            "__name__": "kube_pod_labels",
+            **ksm,
+            "namespace": "shop",
+            "pod": "cart-v2-5f6a1-q9wzt",
+            "label_app": "cart",
+        },
+        # no service label: the Deployment that owns its ReplicaSet, or a StatefulSet directly
+        {"__name__": "kube_pod_labels", **ksm, "namespace": "shop", "pod": "ledger-6c8d-abcde"},
+        {
+            "__name__": "kube_pod_owner",
+            **ksm,
+            "namespace": "shop",
+            "pod": "ledger-6c8d-abcde",
+            "owner_kind": "ReplicaSet",
+            "owner_name": "ledger-6c8d",
+        },
+        {
+            "__name__": "kube_replicaset_owner",
+            **ksm,
+            "namespace": "shop",
+            "replicaset": "ledger-6c8d",
+            "owner_kind": "Deployment",
+            "owner_name": "ledger",
+        },
+        {
+            "__name__": "kube_pod_owner",
+            **ksm,
+            "namespace": "shop",
+            "pod": "redis-cart-0",
+            "owner_kind": "StatefulSet",
+            "owner_name": "redis-cart",
+        },
+        # another namespace's pods are not beside the shop's services
+        {
+            "__name__": "kube_pod_owner",
+            **ksm,
+            "namespace": "kube-system",
+            "pod": "coredns-5d78c-zzzzz",
+            "owner_kind": "ReplicaSet",
+            "owner_name": "coredns-5d78c",
+        },
+    ]
+    with respx.mock(base_url=URL) as mock:
+        route = mock.get("/api/v1/series").mock(
+            return_value=httpx.Response(200, json={"status": "success", "data": rows})
+        )
+        services = prom.services(WINDOW, ["cart", "frontend"])
+        nowhere = prom.services(WINDOW, ["unknown"])
+    assert services == ["cart", "ledger", "redis-cart"]
+    assert nowhere == []
+    sent = route.calls.last.request.url.params
+    assert sent.get_list("match[]") == ["kube_pod_labels", "kube_pod_owner", "kube_replicaset_owner"]
+    assert sent["start"] == f"{WINDOW.start:.3f}"
+
+
 def test_status_error_body_is_reported_not_retried(prom: PrometheusConnector, sleeps) -> None:
     with respx.mock(base_url=URL) as mock:
         route = mock.get("/api/v1/query_range").mock(return_value=reply("prometheus", "bad_data"))

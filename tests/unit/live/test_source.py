@@ -160,14 +160,47 @@ def test_topology_from_kubernetes_services_before_the_static_file_after_the_serv
     empty = httpx.Response(200, json={"status": "success", "data": {"resultType": "vector", "result": []}})
     with _source(settings) as source, respx.mock() as mock:
         graph_query = mock.get("http://prometheus:9090/api/v1/query").mock(return_value=empty)
+        pods = mock.get("http://prometheus:9090/api/v1/series").mock(
+            return_value=httpx.Response(200, json={"status": "success", "data": []})
+        )
         _kubernetes_lists(mock)
         graph = source.topology()
     # where the data ends (no scrape: the wall clock), then the service-graph metrics first: none
     assert graph_query.call_count == 2
+    assert pods.call_count == 1  # services nobody called: kube-state-metrics lists none
     assert graph.origin == "Kubernetes Services' selectors (kubernetes)"
     assert graph.has_edge("frontend", "cartservice")
     assert graph.has_edge("cartservice", "redis-cart")
     assert not graph.has_edge("frontend", "static-only")
+
+
+def test_the_graph_gains_the_services_beside_it_that_nobody_called() -> None:
+    def vector(*rows: dict) -> httpx.Response:
+        result = [{"metric": labels, "value": [NOW, str(value)]} for labels, value in rows]
+        return httpx.Response(
+            200, json={"status": "success", "data": {"resultType": "vector", "result": result}}
+        )
+
+    def queried(request: httpx.Request) -> httpx.Response:
+        if "service_graph" in request.url.params["query"]:
+            return vector(({"client": "frontend", "server": "cart"}, 12.0))
+        return vector()  # no scrape: the present is the wall clock
+
+    pods = [
+        {"__name__": "kube_pod_labels", "namespace": "shop", "pod": p, "label_app": p.split("-")[0]}
+        for p in ("frontend-1a2b3-x2k4j", "cart-4c5d6-q9wzt", "ledger-7e8f9-abcde")
+    ]
+    with _source({"prometheus": {"url": "http://prometheus:9090"}}) as source, respx.mock() as mock:
+        mock.get("http://prometheus:9090/api/v1/query").mock(side_effect=queried)
+        mock.get("http://prometheus:9090/api/v1/series").mock(
+            return_value=httpx.Response(200, json={"status": "success", "data": pods})
+        )
+        graph = source.topology()
+    assert graph.origin == "service-graph metrics (prometheus)"
+    assert graph.names() == ["cart", "frontend", "ledger"]
+    assert graph.callers("ledger") == []
+    assert graph.callees("ledger") == []
+    assert [(e.caller, e.callee) for e in graph.edges] == [("frontend", "cart")]
 
 
 def test_an_unreachable_kubernetes_is_passed_over_and_its_state_kept() -> None:
