@@ -205,6 +205,19 @@ def test_a_caller_whose_own_time_rose_beyond_its_wait_keeps_the_difference() -> 
     assert own > 3.0
 
 
+def test_a_quiet_callees_small_rise_does_not_explain_a_far_larger_rise_of_its_caller() -> None:
+    """The callee's z-score is larger (1 ms in a baseline that barely wobbles) but it rose 1 ms; the
+    caller rose 1.9 s. A caller waits only what its callee adds in seconds: it keeps the rest."""
+    source = _latency_source(
+        {"front": {"latency_p50": (0.2, 0.1, 1.9)}, "back": {"latency_p50": (0.003, 0.00002, 0.001)}}
+    )
+    ctx = context(source)
+    back_own = own_z(ctx, "back", Family.LATENCY)[0]
+    front_own, front_raw, _ = own_z(ctx, "front", Family.LATENCY)
+    assert back_own > front_raw > 3.0  # the callee's z-score is the larger one
+    assert front_own > 0.99 * front_raw  # 1 ms of 1.9 s is all it inherits
+
+
 def test_a_server_latency_matched_by_the_entitys_own_client_wait_is_waiting_not_its_own() -> None:
     """Metrics' self time: the caller's server latency and its client-side wait on callees both rise
     by 0.3 s while the callee it waits on reports no latency at all (unmeasured): still a victim."""
