@@ -170,6 +170,14 @@ def stock_movement(dev: Deviation, window: FloatArray) -> Deviation:
     return replace(dev, z=min(dev.z, moved))
 
 
+# A delay adds along the call chain: a request waits an origin's rise once per call it makes to it in
+# sequence, so the symptom's latency rises by about the origin's rise times those calls. With at most
+# this many sequential calls per request assumed (an order of magnitude of fan-out), an entity whose own
+# latency rose by less than this share of the symptom's rise cannot be the delay behind it, and a
+# callee's rise accounts for at most this many times itself in its caller.
+MAX_SEQUENTIAL_CALLS = 10.0
+
+
 def inherited_z(mine: FamilyFinding, callee: FamilyFinding) -> float:
     """How much of `mine` (a caller's deviation) a callee's deviation of the same family accounts for,
     in the caller's z units.
@@ -179,9 +187,11 @@ def inherited_z(mine: FamilyFinding, callee: FamilyFinding) -> float:
     measures a rise in its own baseline's spread, so the callee's z says little about the caller's: a
     quiet caller turns the same rise into a far larger z. The callee's rise is therefore measured in
     the caller's spread, when both are in the same unit and the callee's deviation stands out of its
-    own noise (past the knee); otherwise its z-score is all that can be compared, as before. Measured
-    so, a quiet callee's small rise explains no more of its caller than it adds in seconds, however
-    large its own z-score (a callee 1 ms slower at 17 sigma does not account for a caller 1.9 s slower).
+    own noise (past the knee); otherwise its z-score is all that can be compared, as before. A caller
+    that calls it several times per request waits its rise as many times, which its z-score stands for
+    where that is the larger, but never beyond `MAX_SEQUENTIAL_CALLS` times its rise: a quiet callee's
+    small rise does not account for a caller's far larger one, however large its own z-score (a callee
+    1 ms slower at 17 sigma does not account for a caller 1.9 s slower).
 
     Nor is a rise in a higher quantile of the callee's latency than the caller's: a slower tail of the
     callee's calls (its p99) reaches only the caller's own tail, never its median, so it cannot account
@@ -194,8 +204,8 @@ def inherited_z(mine: FamilyFinding, callee: FamilyFinding) -> float:
     ours = quantile_level(split_edge_name(mine.metric)[0])
     if theirs is not None and ours is not None and theirs > ours:
         return z
-    rise = z * callee.deviation.spread
-    return rise / mine.deviation.spread
+    one_call = z * callee.deviation.spread / mine.deviation.spread
+    return max(one_call, min(z, MAX_SEQUENTIAL_CALLS * one_call))
 
 
 def quantile_level(name: str) -> float | None:

@@ -22,6 +22,7 @@ from rca.tools.facts import ExaminedSeries
 from rca.tools.faults import FaultKind
 from rca.tools.graph import is_view
 from rca.tools.metrics.analysis import (
+    MAX_SEQUENTIAL_CALLS,
     PROPAGATING,
     FamilyFinding,
     MetricProfile,
@@ -277,13 +278,6 @@ def unseen_by_callers(ctx: ToolContext, entity: str, family: Family) -> bool:
         return False
     seen = callers_see(ctx, entity)
     return seen is not None and seen < KNEE
-
-
-# A delay adds along the call chain: a request waits an origin's rise once per call it makes to it in
-# sequence, so the symptom's latency rises by about the origin's rise times those calls. With at most
-# this many sequential calls per request assumed (an order of magnitude of fan-out), an entity whose own
-# latency rose by less than this share of the symptom's rise cannot be the delay behind it.
-MAX_SEQUENTIAL_CALLS = 10.0
 
 
 def short_of_symptom(ctx: ToolContext, entity: str, finding: FamilyFinding) -> tuple[float, float] | None:

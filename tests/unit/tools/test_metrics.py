@@ -218,6 +218,18 @@ def test_a_quiet_callees_small_rise_does_not_explain_a_far_larger_rise_of_its_ca
     assert front_own > 0.99 * front_raw  # 1 ms of 1.9 s is all it inherits
 
 
+def test_a_callee_called_several_times_per_request_accounts_for_several_times_its_rise() -> None:
+    """back rose 0.05 s and front 0.3 s: six sequential calls to back per request make all of front's
+    rise, within the ten calls assumed at most (`MAX_SEQUENTIAL_CALLS`), so front is waiting on it."""
+    source = _latency_source(
+        {"front": {"latency_p50": (0.2, 0.01, 0.3)}, "back": {"latency_p50": (0.01, 0.0005, 0.05)}}
+    )
+    own, raw, culprit = own_z(context(source), "front", Family.LATENCY)
+    assert raw > 3.0
+    assert own == 0.0
+    assert culprit == "back"
+
+
 def test_a_server_latency_matched_by_the_entitys_own_client_wait_is_waiting_not_its_own() -> None:
     """Metrics' self time: the caller's server latency and its client-side wait on callees both rise
     by 0.3 s while the callee it waits on reports no latency at all (unmeasured): still a victim."""
