@@ -91,6 +91,12 @@ def pod_name_pattern(workload: str) -> str:
     return f"{name}-{SAFE}{{6,10}}-{SAFE}{{5}}|{name}-[0-9]+|{name}-{SAFE}{{5}}"
 
 
+def deployment_of(replicaset: str, owners: Mapping[str, str]) -> str:
+    """The Deployment a ReplicaSet belongs to: its owner reference (`kube_replicaset_owner`), else its
+    name less the pod-template hash the Deployment controller appends."""
+    return owners.get(replicaset) or replicaset.rsplit("-", 1)[0]
+
+
 def bucket_widths(values: FloatArray, bounds: Iterable[float]) -> FloatArray:
     """The width of the histogram bucket each quantile value falls in, as `histogram_quantile()` reads
     buckets: bucket k spans (bound k-1, bound k], the lowest one starts at 0 when its bound is positive,
@@ -350,23 +356,25 @@ class PrometheusConnector:
         span = {"start": f"{window.start:.3f}", "end": f"{window.end:.3f}"}
         rows = self._series(["kube_pod_labels", "kube_pod_owner", "kube_replicaset_owner"], span)
         deployments = {
-            r["replicaset"]: r["owner_name"]
+            r["replicaset"]: r.get("owner_name", "")
             for r in rows
-            if r.get("__name__") == "kube_replicaset_owner" and r.get("replicaset") and r.get("owner_name")
+            if r.get("__name__") == "kube_replicaset_owner" and r.get("replicaset")
         }
-        served: dict[tuple[str, str], str] = {}  # (namespace, pod) -> service
-        for r in rows:
-            if r.get("__name__") == "kube_pod_labels" and r.get("pod"):
-                service = self._service_label(r)
-                if service:
-                    served[(r.get("namespace", ""), r["pod"])] = service
-        for r in rows:
-            key, owner = (r.get("namespace", ""), r.get("pod", "")), r.get("owner_name", "")
-            if r.get("__name__") != "kube_pod_owner" or not key[1] or not owner or key in served:
-                continue
-            if r.get("owner_kind") == "ReplicaSet":
-                owner = deployments.get(owner) or owner.rsplit("-", 1)[0]
-            served[key] = owner
+        labelled = {
+            (r.get("namespace", ""), r["pod"]): service
+            for r in rows
+            if r.get("__name__") == "kube_pod_labels" and r.get("pod") and (service := self._service_label(r))
+        }
+        owned = {
+            (r.get("namespace", ""), r["pod"]): (
+                deployment_of(r["owner_name"], deployments)
+                if r.get("owner_kind") == "ReplicaSet"
+                else r["owner_name"]
+            )
+            for r in rows
+            if r.get("__name__") == "kube_pod_owner" and r.get("pod") and r.get("owner_name")
+        }
+        served = {**owned, **labelled}  # (namespace, pod) -> service: its label over its workload
         wanted = set(beside)
         namespaces = {namespace for (namespace, _), service in served.items() if service in wanted}
         return sorted({service for (namespace, _), service in served.items() if namespace in namespaces})
@@ -449,7 +457,7 @@ class PrometheusConnector:
                     served.setdefault(rs, set()).add(service)
         events = []
         for (namespace, rs), at in sorted(created.items(), key=lambda kv: (kv[1], kv[0])):
-            workload = owners.get(rs) or rs.rsplit("-", 1)[0]
+            workload = deployment_of(rs, owners)
             services = sorted(served.get(rs, ())) or [workload]
             for service in services:
                 if entity is None or service == entity:
