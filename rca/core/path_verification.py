@@ -42,12 +42,14 @@ class Observation:
     """What the telemetry says about one entity: did it deviate, and from when.
 
     `deviates` is None when the entity has no measurement to judge; `onset` is None when no start of
-    the deviation was found; `resolution_s` is the sampling step of the series the onset came from.
+    the deviation was found; `resolution_s` is the sampling step of the series the onset came from;
+    `z` is how far its strongest deviating measurement sits from its baseline, in baseline spreads.
     """
 
     deviates: bool | None
     onset: float | None = None
     resolution_s: float = 0.0
+    z: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

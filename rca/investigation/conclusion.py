@@ -25,7 +25,7 @@ from rca.investigation.recovery import SEEDS_RECORDED, guidance_for
 from rca.investigation.result import Belief, Candidate, Hop, InvestigationResult
 from rca.investigation.seed import Suspect
 from rca.tools.facts import RunFacts
-from rca.tools.graph import call_path
+from rca.tools.graph import call_paths
 
 # Ranking order of beliefs after the loop: what the evidence showed outranks what was not examined.
 _BELIEF_ORDER = {Belief.ORIGIN: 0, Belief.DEFERRED: 1, Belief.SYMPTOM: 2, Belief.HEALTHY: 3}
@@ -112,13 +112,26 @@ def check_hop(facts: RunFacts, cause: str, effect: str) -> HopVerification:
     return verify_hop(edge, facts.observe(cause), facts.observe(effect))
 
 
+def _carriage(facts: RunFacts, chain: Sequence[str]) -> tuple[bool, int, float]:
+    """How well a call chain (symptom first) carried its last entity's fault: whether it reaches that
+    entity through the caller whose calls met its delay (traces), then how many of the entities
+    between its two ends deviated from their baseline, and how far the least deviating of them did
+    (a chain carries a fault only as strongly as its weakest link)."""
+    between = [facts.observe(entity) for entity in chain[1:-1]]
+    traced = len(chain) > 1 and facts.delayed_from.get(chain[-1]) == chain[-2]
+    return (traced, sum(1 for o in between if o.deviates), min((o.z for o in between), default=0.0))
+
+
 def propagation_path(facts: RunFacts, tree: HypothesisTree, root: str) -> tuple[Hop, ...]:
     """Hops from the root cause to the alerting symptom, each with the evidence about its two ends and
     its forward verification (kept when a rule fails, marked unverified with the rule)."""
     symptom = facts.symptom
     if root == symptom:
         return ()
-    calls = call_path(facts.graph, symptom, root)
+    # Of equally short call chains, the fault travelled the one whose callers show it: its effect
+    # reaches the callers it passes through; a caller on another chain did not wait on it, or
+    # deviated less.
+    calls = max(call_paths(facts.graph, symptom, root), key=lambda c: _carriage(facts, c), default=None)
     chain = list(reversed(calls)) if calls else [root, symptom]
     about: dict[str, list[str]] = {}
     for h in tree.hypotheses:

@@ -105,6 +105,7 @@ class RunRecord:
     """The facts recorded so far in one investigation (each written by the tool that works it out)."""
 
     own_time_z: dict[str, float] = field(default_factory=dict)  # traces: own span time vs its own past
+    delayed_from: dict[str, str] = field(default_factory=dict)  # traces: the caller a delay came up through
     changes: ChangeFacts = field(default_factory=ChangeFacts)  # changes: the canary of every change
     citations: tuple[Citation, ...] = ()  # changes: every change in the citation window naming a reference
     observations: dict[str, Observation] = field(default_factory=dict)  # metrics: hop-rule observations
@@ -124,6 +125,7 @@ class RunFacts:
     changes: ChangeFacts = field(default_factory=ChangeFacts)
     citations: tuple[Citation, ...] = ()
     series: Mapping[str, tuple[ExaminedSeries, ...]] = field(default_factory=dict)
+    delayed_from: Mapping[str, str] = field(default_factory=dict)
 
     @cached_property
     def digraph(self) -> nx.DiGraph:

@@ -42,3 +42,11 @@ def call_path(graph: DependencyGraph, caller: str, callee: str) -> list[str] | N
         return list(nx.shortest_path(g, caller, callee))
     except nx.NetworkXNoPath:
         return None
+
+
+def call_paths(graph: DependencyGraph, caller: str, callee: str) -> list[list[str]]:
+    """Every shortest chain of calls from `caller` down to `callee` (both included), in sorted order."""
+    g = as_digraph(graph)
+    if caller not in g or callee not in g or not nx.has_path(g, caller, callee):
+        return []
+    return sorted(nx.all_shortest_paths(g, caller, callee))

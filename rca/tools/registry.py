@@ -117,4 +117,5 @@ def record_facts(ctx: ToolContext, specs: Iterable[ToolSpec], modalities: frozen
         changes=record.changes,
         citations=record.citations,
         series=dict(record.series),
+        delayed_from=dict(record.delayed_from),
     )

@@ -108,7 +108,8 @@ def observe(ctx: ToolContext, entity: str) -> Observation:
     except TelemetryError:
         return Observation(deviates=None)  # the backend failed: the rule can't be checked
     earliest = min((start for start in starts if start is not None), default=None)
-    return Observation(True, earliest[0] if earliest else None, earliest[1] if earliest else 0.0)
+    strongest = max(found.z(family) for family in found.findings)
+    return Observation(True, earliest[0] if earliest else None, earliest[1] if earliest else 0.0, strongest)
 
 
 def record(ctx: ToolContext) -> None:

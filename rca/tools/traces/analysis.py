@@ -71,6 +71,7 @@ class TraceProfile:
     own_shift: float = 0.0  # median log own-time change per operation (log units)
     site_shift: float = 0.0  # the largest call site's own-time rise, at its lower bound (log units)
     site: str | None = None  # that call site: the calling service (and its span's operation)
+    site_caller: str | None = None  # that site's calling service (None for roots)
     structure_shift: float = 0.0  # mean |log child-count change| per operation
     calls_change: float = 0.0  # log change of calls received per minute
     errors_reference: int = 0  # own error spans
@@ -164,7 +165,7 @@ def _per_operation(ref: pd.DataFrame, obs: pd.DataFrame) -> pd.DataFrame:
     return both[(both["n_ref"] >= MIN_SPANS) & (both["n_obs"] >= MIN_SPANS)]
 
 
-def _site_shifts(ref: pd.DataFrame, obs: pd.DataFrame) -> dict[str, tuple[float, str]]:
+def _site_shifts(ref: pd.DataFrame, obs: pd.DataFrame) -> dict[str, tuple[float, str, str | None]]:
     """Per entity: the largest rise of a call site's median log own time above what the operation's
     normal period allows, and that site. Allowed is the higher of the site's reference median plus
     `DISCOVERY_SIGMA` standard errors of the difference of two medians, and the operation's largest
@@ -194,13 +195,14 @@ def _site_shifts(ref: pd.DataFrame, obs: pd.DataFrame) -> dict[str, tuple[float,
     error = MEDIAN_SE * both["spread"] * np.sqrt(1.0 / both["size_ref"] + 1.0 / both["size_obs"])
     floor = np.maximum(both["median_ref"] + DISCOVERY_SIGMA * error, both["ceiling"])
     bound = both["median_obs"] - floor
-    out: dict[str, tuple[float, str]] = {}
+    out: dict[str, tuple[float, str, str | None]] = {}
     ordered = bound.sort_values(ascending=False, kind="stable")
     levels = [ordered.index.get_level_values(k) for k in keys]
     for entity, name, caller, site, value in zip(*levels, ordered.to_numpy(), strict=True):
         if str(entity) not in out:
-            where = f"{name} from {caller}" if isinstance(caller, str) else f"{name} (root)"
-            out[str(entity)] = (float(value), where if not isinstance(site, str) else f"{where} {site}")
+            by = caller if isinstance(caller, str) else None
+            where = f"{name} from {caller}" if by else f"{name} (root)"
+            out[str(entity)] = (float(value), where if not isinstance(site, str) else f"{where} {site}", by)
     return out
 
 
@@ -235,11 +237,11 @@ def profile_spans(
         weight = ops["n_obs"].astype(np.float64).pow(0.5)
         own_shift = _weighted(ops["log_own_obs"] - ops["log_own_ref"], weight)
         sites = _site_shifts(ref, obs)
-        for e, (bound, site) in sites.items():
-            profiles[e].site_shift, profiles[e].site = bound, site
+        for e, (bound, site, by) in sites.items():
+            profiles[e].site_shift, profiles[e].site, profiles[e].site_caller = bound, site, by
         # A call site's rise is the entity's own-time shift when it says more than the median over all
         # its requests does (a delay that reaches one caller's requests only).
-        lifted = {e: b for e, (b, _) in sites.items() if b > 0.0}
+        lifted = {e: b for e, (b, _, _) in sites.items() if b > 0.0}
         own_shift = pd.concat([own_shift, pd.Series(lifted, dtype=np.float64)], axis=1).max(axis=1)
         children = (ops["children_obs"] + 0.5) / (ops["children_ref"] + 0.5)
         structure = _weighted(children.apply(math.log).abs(), weight)
@@ -330,4 +332,14 @@ def own_time_z(analysis: TraceAnalysis) -> dict[str, float]:
         e: p.latency_z
         for e, p in analysis.profiles.items()
         if min(p.spans_reference, p.spans_observed) >= MIN_SPANS
+    }
+
+
+def delayed_callers(analysis: TraceAnalysis) -> dict[str, str]:
+    """Per service whose own time rose at one call site beyond its normal period, the other service
+    that call site's requests came from: the caller a delay in it travelled up through."""
+    return {
+        e: p.site_caller
+        for e, p in analysis.profiles.items()
+        if p.site_shift > 0.0 and p.site_caller is not None and p.site_caller != e
     }

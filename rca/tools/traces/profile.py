@@ -1,11 +1,11 @@
 """The traces profile of an investigation: its spans analysed once (cached), and each service's own time
-recorded as a fact for the tools that read it (`rca.tools.facts`)."""
+and delayed caller recorded as facts for the stages that read them (`rca.tools.facts`)."""
 
 from __future__ import annotations
 
 from rca.tools.base import ToolContext
 from rca.tools.spans import span_frame
-from rca.tools.traces.analysis import TraceAnalysis, TraceProfile, own_time_z, profile_spans
+from rca.tools.traces.analysis import TraceAnalysis, TraceProfile, delayed_callers, own_time_z, profile_spans
 
 CACHE_KEY = "traces.analysis"
 
@@ -18,6 +18,7 @@ def analyse(ctx: ToolContext) -> TraceAnalysis:
     frame, cmp = span_frame(ctx)
     result = profile_spans(frame, cmp, [*ctx.graph.names(), ctx.alert.entity], ctx.graph)
     ctx.record.own_time_z.update(own_time_z(result))
+    ctx.record.delayed_from.update(delayed_callers(result))
     ctx.cache[CACHE_KEY] = result
     return result
 

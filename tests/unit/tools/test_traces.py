@@ -179,7 +179,9 @@ def test_a_delay_on_one_callers_requests_names_the_callee_not_the_waiting_caller
     assert back.site is not None
     assert back.site.endswith("from mid GET /route")
     assert back.site_shift > 2.0  # log(0.305 / 0.005) less its uncertainty
+    assert back.site_caller == "mid"
     assert mid.site_shift <= 0.0
+    assert ctx.record.delayed_from == {"back": "mid"}  # the caller the delay came up through
     scores = entity_scores(ctx)
     assert max(scores, key=lambda e: scores[e]) == "back"
     assert kind_hint(ctx, "back") is FaultKind.LATENCY
