@@ -413,11 +413,20 @@ def peer_noise(ctx: ToolContext, family: Family) -> float:
 
 def runner_up(ctx: ToolContext, entity: str, family: Family) -> tuple[float, str | None]:
     """The largest own deviation in `family` of any other component, and who it is. Views (client-side
-    records of calls) are no rivals: they measure some component's calls, often this one's."""
+    records of calls) are no rivals: they measure some component's calls, often this one's; nor is a
+    component whose rise is too small to account for the symptom (`short_of_symptom`)."""
     others = [
-        (own_z(ctx, e, family)[0], e) for e in ctx.graph.names() if e != entity and not is_view(ctx.graph, e)
+        (own_z(ctx, e, family)[0], e)
+        for e in ctx.graph.names()
+        if e != entity and not is_view(ctx.graph, e) and not falls_short(ctx, e, family)
     ]
     return max(others, default=(0.0, None))
+
+
+def falls_short(ctx: ToolContext, entity: str, family: Family) -> bool:
+    """Whether the entity's finding in `family` is too small to account for the symptom."""
+    finding = metric_profile(ctx, entity).findings.get(family)
+    return finding is not None and short_of_symptom(ctx, entity, finding) is not None
 
 
 def own_z(ctx: ToolContext, entity: str, family: Family) -> tuple[float, float, str | None]:

@@ -26,6 +26,7 @@ from rca.tools.metrics.profile import (
     metric_profile,
     own_z,
     peer_noise,
+    runner_up,
     short_reference_z,
     silent,
     spans_disown,
@@ -411,6 +412,28 @@ def test_a_latency_none_of_its_callers_waits_on_does_not_seed_it_ahead_of_the_on
     ranked = metric_scores(context(source))
     assert ranked["back"] == 0.0
     assert ranked["cart"] > 3.0
+
+
+def test_a_latency_rise_too_small_for_the_symptom_is_no_rival_and_seeds_nothing() -> None:
+    """front's latency rises 0.3 s on a noisy baseline (15 sigma); mail's rises 1 ms on a quiet one (20
+    sigma): ten sequential calls to it would add 10 ms, so it cannot account for front's rise. It neither
+    ranks ahead of front nor stands as the rival that makes front's lead doubtful; a rise that can
+    account for front's does both."""
+    ranked, rivals = [], []
+    for rise in (0.001, 0.3):
+        source = _latency_source(
+            {
+                "front": {"latency_p90": (0.2, 0.02, 0.3)},
+                "mail": {"latency_p90": (0.003, 0.00005, rise)},
+                "other": {"latency_p90": (0.01, 0.001, 0.0)},
+            },
+            (("front", "mail"), ("front", "other")),
+        )
+        ctx = context(source)
+        ranked.append(metric_scores(ctx)["mail"])
+        rivals.append(runner_up(ctx, "other", Family.LATENCY)[1])
+    assert ranked[0] == 0.0 < ranked[1]
+    assert rivals == ["front", "mail"]
 
 
 def test_a_request_counter_at_zero_throughout_leaves_the_volume_unknown() -> None:
