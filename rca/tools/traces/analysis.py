@@ -17,6 +17,15 @@ against the other services (so that the load generator's mix, which moves every 
 fault). Structure and errors propagate to callers, so a service is credited only with what its worst
 callee does not already show, as metrics' `own_z` does; own time needs no such discount.
 
+A delay on the network between two services is no one's own time: it shows as the gap between the
+caller's span of the call and the callee's span of serving it (a *link*: the caller's span whose
+child runs in another service). A link's gap is therefore left out of the caller's own time and
+measured per call edge instead; a delay on one service's network (packets it sends or receives)
+widens the gaps of every call edge into it and out of it, so a service is credited with the smaller
+of its incoming and its outgoing edges' median gap rise (the one it has, when it has one side only):
+a caller whose only widened edge is the one to the delayed service keeps its other side's, and is
+no origin (`_link_shifts`).
+
 A delay often reaches only some of an operation's requests: those of one caller (a slow link from
 it, a code path only its requests take). The operation's median own time does not move while they are
 a minority, so own time is also compared per call site (operation, calling service and the calling
@@ -151,6 +160,39 @@ def _with_log_own(part: pd.DataFrame) -> pd.DataFrame:
     return part.assign(log_own=np.log(part["own"] + EPSILON))
 
 
+def _with_links(spans: pd.DataFrame) -> pd.DataFrame:
+    """Add `link` and `callee` to a `self_times` frame. A link is a service's span of one outgoing
+    call: it runs inside another span of the same service, and its only child is the callee's span
+    of serving the call (an OpenTelemetry CLIENT span and its SERVER child); its own time is the gap
+    between the two. A span that serves a request and calls out from it does its own work as well."""
+    served = spans.loc[spans["caller"].notna() & (spans["caller"] != spans["entity"]), ["parent", "entity"]]
+    callee = served.drop_duplicates("parent").set_index("parent")["entity"]
+    out = spans.assign(callee=spans["span_id"].map(callee))
+    inner = out["caller"] == out["entity"]
+    return out.assign(link=inner & (out["children"] == 1) & out["callee"].notna())
+
+
+def _link_shifts(ref: pd.DataFrame, obs: pd.DataFrame) -> dict[str, float]:
+    """Per service, how far the gaps of its call edges widened (log change of each edge's median gap,
+    `MIN_SPANS` calls per period): the smaller of the median over its incoming edges and the median
+    over its outgoing edges, or the one side it has. Only rises count."""
+
+    def gaps(part: pd.DataFrame) -> pd.DataFrame:
+        links = part[part["link"]]
+        return links.groupby(["entity", "callee"])["own"].agg(["size", "median"])
+
+    both = gaps(ref).add_suffix("_ref").join(gaps(obs).add_suffix("_obs"), how="inner")
+    both = both[(both["size_ref"] >= MIN_SPANS) & (both["size_obs"] >= MIN_SPANS)]
+    if both.empty:
+        return {}
+    ratio = (both["median_obs"] + EPSILON) / (both["median_ref"] + EPSILON)
+    rise = ratio.apply(math.log).clip(lower=0.0)
+    outgoing = rise.groupby(level="entity").median()
+    incoming = rise.groupby(level="callee").median()
+    sides = pd.concat([incoming.rename("in"), outgoing.rename("out")], axis=1)
+    return {str(e): float(v) for e, v in sides.min(axis=1).items() if v > 0.0}
+
+
 def _per_operation(ref: pd.DataFrame, obs: pd.DataFrame) -> pd.DataFrame:
     """Per (entity, operation): median log own time and mean child count in both periods."""
 
@@ -229,14 +271,19 @@ def profile_spans(
     result.outcomes_recorded = bool(frame["outcome"].any())
     spans = self_times(frame.drop_duplicates("span_id"))
     spans["site"] = spans["parent"].map(spans.set_index("span_id")["name"])
+    spans = _with_links(spans)
     obs_w = cmp.observed
     ref, obs = cmp.split(spans, "start")
     _describe(profiles, ref, obs)
     if cmp.reference is not None:
-        ops = _per_operation(ref, obs)
+        ops = _per_operation(ref[~ref["link"]], obs[~obs["link"]])
         weight = ops["n_obs"].astype(np.float64).pow(0.5)
         own_shift = _weighted(ops["log_own_obs"] - ops["log_own_ref"], weight)
-        sites = _site_shifts(ref, obs)
+        # A delay on a service's network is its own, though no span of its own measures it.
+        own_shift = pd.concat([own_shift, pd.Series(_link_shifts(ref, obs), dtype=np.float64)], axis=1).max(
+            axis=1
+        )
+        sites = _site_shifts(ref[~ref["link"]], obs[~obs["link"]])
         for e, (bound, site, by) in sites.items():
             profiles[e].site_shift, profiles[e].site, profiles[e].site_caller = bound, site, by
         # A call site's rise is the entity's own-time shift when it says more than the median over all
@@ -271,12 +318,9 @@ def _describe(profiles: dict[str, TraceProfile], ref: pd.DataFrame, obs: pd.Data
     for part, suffix in ((ref, "reference"), (obs, "observed")):
         if part.empty:
             continue
-        stats = part.groupby("entity").agg(
-            n=("own", "size"),
-            p50=("own", "median"),
-            p90=("own", lambda s: float(np.quantile(s, 0.9))),
-            errors=("own_error", "sum"),
-        )
+        stats = part.groupby("entity").agg(n=("own", "size"), errors=("own_error", "sum"))
+        own = part[~part["link"]].groupby("entity")["own"]
+        stats = stats.join(own.median().rename("p50")).join(own.quantile(0.9).rename("p90")).fillna(0.0)
         for e, row in stats.iterrows():
             p = profiles[str(e)]
             setattr(p, f"spans_{suffix}", int(row["n"]))

@@ -77,6 +77,61 @@ def test_callee_whose_own_time_rose_outranks_its_caller() -> None:
     assert kind_hint(ctx, "front") is None
 
 
+def _call(
+    spans: list[Span],
+    tid: str,
+    caller: tuple[str, str],
+    callee: tuple[str, str],
+    at: float,
+    work: float,
+    late: float,
+) -> float:
+    """A CLIENT span of the caller (service, span id of its own span it runs in) around the callee's
+    (service, operation) SERVER span, 1 ms on the wire and `late` seconds more; when the call ended."""
+    (service, inside), (target, op) = caller, callee
+    client = f"{tid}-{service}-{target}"
+    end = at + 0.001 + work + late
+    spans.append(Span(tid, client, inside, service, "HTTP POST", at, end))
+    spans.append(Span(tid, f"{tid}-{target}", client, target, op, at + 0.0005, at + 0.0005 + work))
+    return end
+
+
+def _network_delay_source(delay: float) -> FakeSource:
+    """gateway -> front -> back and front -> cache, each call an OpenTelemetry CLIENT span in the
+    caller around the callee's SERVER span. After onset, back's responses are `delay` seconds late on
+    its network: front's call to back lasts longer, back's span does not."""
+    rng = np.random.default_rng(5)
+    spans: list[Span] = []
+    for i in range(240):
+        t = ONSET - 600.0 + i * 3.7
+        late = delay if t >= ONSET else 0.0
+        own = 0.005 * float(np.exp(0.2 * rng.standard_normal()))
+        tid = f"t{i}"
+        # front serves gateway's call: 1 ms of its own, then calls cache and back in turn.
+        front_work = 0.001 + 0.0011 + 0.001 + own + late + 0.001
+        end = _call(spans, tid, ("gateway", f"{tid}-root"), ("front", "GET /buy"), t + 0.001, front_work, 0.0)
+        spans.append(Span(tid, f"{tid}-root", None, "gateway", "GET /", t, end + 0.001))
+        at = _call(spans, tid, ("front", f"{tid}-front"), ("cache", "GET key"), t + 0.0025, 0.0001, 0.0)
+        _call(spans, tid, ("front", f"{tid}-front"), ("back", "POST /reserve"), at, own, late)
+    return FakeSource((("gateway", "front"), ("front", "back"), ("front", "cache")), span_list=spans)
+
+
+def test_a_delay_on_a_services_network_is_its_own_not_its_callers() -> None:
+    """Network delay on back (a leaf): the gap between front's call and back's serving span widens by
+    50 ms, and no span of back's measures it. front's only widened edge is the one to back, its edge
+    from gateway is as before; back's every edge (its one incoming) widened: back is the origin."""
+    ctx = context(_network_delay_source(0.050), entity="gateway")
+    front, back = trace_profile(ctx, "front"), trace_profile(ctx, "back")
+    assert back.own_p50_observed == pytest.approx(back.own_p50_reference, rel=0.3)  # its spans as before
+    assert front.own_p50_observed == pytest.approx(front.own_p50_reference, rel=0.3)  # the gap is no own time
+    assert back.own_shift > 2.0  # log(51 ms / 1 ms)
+    assert front.own_shift <= 0.1
+    scores = entity_scores(ctx)
+    assert max(scores, key=lambda e: scores[e]) == "back"
+    assert kind_hint(ctx, "back") is FaultKind.LATENCY
+    assert kind_hint(ctx, "front") is None
+
+
 def test_tool_result_carries_only_the_anomaly_score() -> None:
     ctx = context(_source())
     result = TracesTool().run(ctx, Hypothesis(id="h", entity="back", fault_kind="latency"))
