@@ -85,11 +85,12 @@ class Kind(StrEnum):
     POD_FAILURE = "pod_failure"
     OVERLOAD = "overload"
     BAD_DEPLOY = "bad_deploy"
+    NETWORK_DELAY = "network_delay"  # last: each kind's position seeds its draws (`draw`)
 
 
 # Magnitude ranges, drawn uniformly. Origins:
-# - latency: network-delay injections of 100 ms to 1 s (chaos-mesh's and ChaosBlade's documented
-#   examples; PetShop's own `searchdelay` injection is 1000 ms).
+# - latency, network delay: delays of 100 ms to 1 s (chaos-mesh's and ChaosBlade's documented
+#   network-delay examples; PetShop's own `searchdelay` injection is 1000 ms).
 # - errors: 10 % to 50 % of requests failing (PetShop's `errorpercent` injections lie in this range).
 # - cpu: a hog of 0.5 to 2 cores (stress-ng worker counts of RCD's CPU-hog runs).
 # - memory: a leak adding 50 % to 200 % of the entity's normal footprint over the fault window.
@@ -103,6 +104,7 @@ MAGNITUDES: Mapping[Kind, tuple[float, float]] = MappingProxyType(
         Kind.POD_FAILURE: (1.0, 1.0),  # all of it
         Kind.OVERLOAD: (3.0, 10.0),  # request-rate multiplier
         Kind.BAD_DEPLOY: (0.1, 0.5),  # failing share of the new version's requests (as errors)
+        Kind.NETWORK_DELAY: (0.1, 1.0),  # seconds on every packet the entity sends
     }
 )
 # Per-sample jitter of an injected effect (relative standard deviation): an effect is never a flat

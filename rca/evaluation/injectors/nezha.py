@@ -128,10 +128,10 @@ class NezhaInjector:
         if not self.ready:
             return ()
         if self.has_traces:
-            return (Kind.LATENCY, Kind.ERRORS, Kind.CPU, Kind.MEMORY, Kind.POD_FAILURE)
+            return (Kind.LATENCY, Kind.ERRORS, Kind.CPU, Kind.MEMORY, Kind.POD_FAILURE, Kind.NETWORK_DELAY)
         # Online Boutique's snapshot has metrics only, and no pod carries a success rate: an error
         # inside a service shows nowhere but at the front end, so `errors` is not injected there.
-        return (Kind.LATENCY, Kind.CPU, Kind.MEMORY, Kind.POD_FAILURE)
+        return (Kind.LATENCY, Kind.CPU, Kind.MEMORY, Kind.POD_FAILURE, Kind.NETWORK_DELAY)
 
     def entities(self, kind: Kind) -> list[str]:
         """The entities a fault of `kind` can be injected into."""
@@ -251,7 +251,9 @@ class NezhaInjector:
                 (metric_out / name).write_bytes(src.read_bytes())
                 continue
             frame = self._window(src, keep, shift)
-            _write_metric(effects.edges(frame), metric_out / name, self.day, day)
+            _write_metric(
+                effects.edges(frame, name == "destination_50.csv.gz"), metric_out / name, self.day, day
+            )
 
         files = [f"nezha/rca_data/{day}/metric/*"]
         alert = ""
@@ -324,7 +326,7 @@ class NezhaInjector:
         self, fault: Fault, d: Draw, pod: str, keep: tuple[float, float], spans: pd.DataFrame | None
     ) -> float:
         """Seconds the fault adds to each request through the entity (and so to its callers')."""
-        if fault.kind is Kind.LATENCY:
+        if fault.kind in (Kind.LATENCY, Kind.NETWORK_DELAY):
             return d.magnitude
         if fault.kind not in (Kind.CPU, Kind.MEMORY):
             return 0.0
@@ -592,6 +594,15 @@ class _Effects:
             if kind is Kind.POD_FAILURE:
                 return frame[frame["_t"] < self.onset]  # its telemetry stops
             own = self.reached.of(service)
+            if kind is Kind.NETWORK_DELAY:
+                # Its server time holds no wire time, but its requests out are late: a service that
+                # calls others waits on them that much longer (its client latency is measured).
+                sends = any(
+                    carried(frame[c].to_numpy(dtype=np.float64)) for c in CLIENT_LATENCY if c in frame
+                )
+                if sends:
+                    self._add(frame, SERVER_LATENCY + CLIENT_LATENCY, delay, own)
+                return frame
             self._add(frame, SERVER_LATENCY, delay, own)
             self._fail(frame, "PodSuccessRate(%)", failing * own * profile)
         elif front or service in self.callers:
@@ -604,11 +615,15 @@ class _Effects:
                 self._fail(frame, "PodSuccessRate(%)", failing * share * profile)
         return frame
 
-    def edges(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """Per call-edge latency (the median of the edge's calls): each hop of the path waits the
-        added time, on the share of the edge's calls that took the path."""
+    def edges(self, frame: pd.DataFrame, callee_side: bool = False) -> pd.DataFrame:
+        """Per call-edge latency (the median of the edge's calls, as the caller measures it, or as the
+        callee does with `callee_side`): each hop of the path waits the added time, on the share of
+        the edge's calls that took the path. A network delay holds the entity's answers back on the
+        wire: its own side of the hop into it does not see them."""
         delay = self.added * self._profile(frame) * self.d.jitter(len(frame))
         for callee, caller in zip(self.path, self.path[1:], strict=False):
+            if callee_side and callee == self.fault.entity and self.fault.kind is Kind.NETWORK_DELAY:
+                continue
             col = f"{caller}_{callee}"
             if col in frame:
                 frame[col] = frame[col] + delayed_share("p50", self.reached.of_edge(caller, callee)) * delay
@@ -624,6 +639,8 @@ class _Effects:
         # span is the parent of), not again on each of its own nested spans (a controller, a repository,
         # a query inside one request), which would multiply the delay or the failing share per request
         # by the depth of its own code, beyond what its metrics show.
+        if kind is Kind.NETWORK_DELAY:
+            return self._late_on_the_wire(spans, parent, owner, onset_ns), logs
         hit = []
         for sid, ent, start in zip(spans["SpanID"], spans["entity"], spans["StartTimeUnixNano"], strict=True):
             if (
@@ -651,6 +668,26 @@ class _Effects:
             gone = (logs["entity"] == self.fault.entity) & (logs["TimeUnixNano"] >= onset_ns)
             logs = logs[~gone]
         return spans, logs
+
+    def _late_on_the_wire(
+        self, spans: pd.DataFrame, parent: dict[str, str], owner: dict[str, str], onset_ns: float
+    ) -> pd.DataFrame:
+        """A network delay on the entity: every packet it sends after onset is late, on every call,
+        whichever chain it is on. Its answers reach each caller later (the caller's span of the call
+        lasts longer, the entity's own span of serving it does not), and its requests reach each
+        callee later (its own span of the call lasts longer, the callee's does not)."""
+        entity = self.fault.entity
+        late: list[str] = []
+        for sid, ent, start in zip(spans["SpanID"], spans["entity"], spans["StartTimeUnixNano"], strict=True):
+            up = parent.get(sid, "")
+            if start < onset_ns or up not in owner or owner[up] == ent:
+                continue  # only a call between two services crosses the wire
+            if ent == entity or owner[up] == entity:
+                late.append(up)  # the calling span: to the entity, or the entity's to another service
+        if not late or self.added <= 0:
+            return spans
+        starts = spans.set_index("SpanID").loc[late, "StartTimeUnixNano"].to_numpy(dtype=np.float64)
+        return _delay(spans, late, parent, self.added * self._at(starts / 1e9), self.d)
 
     def _error_logs(
         self, spans: pd.DataFrame, logs: pd.DataFrame, failing: list[str], kind: Kind

@@ -406,6 +406,46 @@ def test_a_trainticket_request_that_fails_logs_once_per_service_and_its_unrun_co
     assert errors.loc[errors["entity"] == "db-service", "Log"].str.contains("x.Db#20").all()  # its style
 
 
+def test_a_network_delay_widens_the_wire_between_services_and_no_span_of_the_entity() -> None:
+    """A network delay on `db`: its answer to api's call and its own call to cache each cross the wire
+    0.5 s late. The gap between api's span of the call and db's span of serving it widens by that
+    much, and so does the gap between db's span of its call and cache's; cache's span does not move,
+    and db's serving span lasts longer only by what it waited on its late call."""
+    pods = {"api": "api-service-5d8f-x1", "db": "db-service-7c9a-y2", "cache": "cache-service-1b2c-z3"}
+    rows = [  # span, parent, service, operation, start, end (ms)
+        ("A", "root", "api", "GET /order", 0, 100),
+        ("B", "A", "api", "HTTP GET", 10, 90),
+        ("C", "B", "db", "GET /row", 12, 88),
+        ("D", "C", "db", "HTTP GET", 20, 60),
+        ("E", "D", "cache", "GET key", 22, 58),
+    ]
+    ms = 1_000_000
+    spans = pd.DataFrame(
+        {
+            "TraceID": "t1",
+            "SpanID": [r[0] for r in rows],
+            "ParentID": [r[1] for r in rows],
+            "PodName": [pods[r[2]] for r in rows],
+            "OperationName": [r[3] for r in rows],
+            "StartTimeUnixNano": [10_000 * ms + r[4] * ms for r in rows],
+            "EndTimeUnixNano": [10_000 * ms + r[5] * ms for r in rows],
+            "Duration": [(r[5] - r[4]) * 1000 for r in rows],
+            "entity": [f"{r[2]}-service" for r in rows],
+        }
+    )
+    fault = Fault("nezha-tt", Kind.NETWORK_DELAY, "db-service", 0)
+    d = Draw(np.random.default_rng(0), 0.5)
+    effects = _Effects(fault, d, ("db-service", "api-service"), pods["db"], 0.0, 0.5, 0.0)
+    out, _ = effects.traces(spans, pd.DataFrame())
+    before = spans.set_index("SpanID")["Duration"] / 1e6
+    after = out.set_index("SpanID")["Duration"] / 1e6
+    gap = lambda f, outer, inner: f[outer] - f[inner]  # noqa: E731
+    assert gap(after, "B", "C") - gap(before, "B", "C") == pytest.approx(0.5, rel=0.3)
+    assert gap(after, "D", "E") - gap(before, "D", "E") == pytest.approx(0.5, rel=0.3)
+    assert after["E"] == before["E"]
+    assert after["C"] - before["C"] == pytest.approx(after["D"] - before["D"])  # its wait, no more
+
+
 def test_a_trainticket_service_shows_what_the_share_of_its_requests_on_the_chain_shows() -> None:
     """A delay or a failure on one caller chain reaches a service's metrics by the share of its
     requests that took that chain: the entry's median does not move when one request in twenty
