@@ -22,9 +22,10 @@ caller's span of the call and the callee's span of serving it (a *link*: the cal
 child runs in another service). A link's gap is therefore left out of the caller's own time and
 measured per call edge instead; a delay on one service's network (packets it sends or receives)
 widens the gaps of every call edge into it and out of it, so a service is credited with the smaller
-of its incoming and its outgoing edges' median gap rise (the one it has, when it has one side only):
-a caller whose only widened edge is the one to the delayed service keeps its other side's, and is
-no origin (`_link_shifts`).
+of its incoming and its outgoing edges' median gap rise: a caller whose only widened edge is the one
+to the delayed service keeps its other side's, and is no origin. A service with one side only (a
+leaf, an entry) is credited with that side's rise less what the services at the other ends of its
+edges are credited with: a leaf whose caller's network is late waits on it (`_link_shifts`).
 
 A delay often reaches only some of an operation's requests: those of one caller (a slow link from
 it, a code path only its requests take). The operation's median own time does not move while they are
@@ -175,7 +176,8 @@ def _with_links(spans: pd.DataFrame) -> pd.DataFrame:
 def _link_shifts(ref: pd.DataFrame, obs: pd.DataFrame) -> dict[str, float]:
     """Per service, how far the gaps of its call edges widened (log change of each edge's median gap,
     `MIN_SPANS` calls per period): the smaller of the median over its incoming edges and the median
-    over its outgoing edges, or the one side it has. Only rises count."""
+    over its outgoing edges; for a service with one side only, that side's less the most any service
+    at the other end of its edges is credited with on both its sides. Only rises count."""
 
     def gaps(part: pd.DataFrame) -> pd.DataFrame:
         links = part[part["link"]]
@@ -190,7 +192,17 @@ def _link_shifts(ref: pd.DataFrame, obs: pd.DataFrame) -> dict[str, float]:
     outgoing = rise.groupby(level="entity").median()
     incoming = rise.groupby(level="callee").median()
     sides = pd.concat([incoming.rename("in"), outgoing.rename("out")], axis=1)
-    return {str(e): float(v) for e, v in sides.min(axis=1).items() if v > 0.0}
+    credit = {str(e): float(v) for e, v in sides.dropna().min(axis=1).items()}
+    two_sided = dict(credit)
+    edges = [(str(a), str(b)) for a, b in rise.index]
+    # A service seen on one side only (a leaf, an entry) shares each of its edges with a service at
+    # the other end: what that service's own widening (on both its sides) accounts for is not its.
+    for e, row in sides[sides.isna().any(axis=1)].iterrows():
+        leaf = pd.notna(row["in"])
+        others = [a for a, b in edges if b == e] if leaf else [b for a, b in edges if a == e]
+        one = float(row["in"] if leaf else row["out"])
+        credit[str(e)] = one - max((two_sided.get(o, 0.0) for o in others), default=0.0)
+    return {e: v for e, v in credit.items() if v > 0.0}
 
 
 def _per_operation(ref: pd.DataFrame, obs: pd.DataFrame) -> pd.DataFrame:

@@ -96,10 +96,10 @@ def _call(
     return end
 
 
-def _network_delay_source(delay: float) -> FakeSource:
+def _network_delay_source(delay: float, on: str = "back") -> FakeSource:
     """gateway -> front -> back and front -> cache, each call an OpenTelemetry CLIENT span in the
-    caller around the callee's SERVER span. After onset, back's responses are `delay` seconds late on
-    its network: front's call to back lasts longer, back's span does not."""
+    caller around the callee's SERVER span. After onset, what `on` sends is `delay` seconds late on
+    its network: a call to it or from it lasts longer, no span of its own does."""
     rng = np.random.default_rng(5)
     spans: list[Span] = []
     for i in range(240):
@@ -107,12 +107,17 @@ def _network_delay_source(delay: float) -> FakeSource:
         late = delay if t >= ONSET else 0.0
         own = 0.005 * float(np.exp(0.2 * rng.standard_normal()))
         tid = f"t{i}"
+        to_back = late if on in ("front", "back") else 0.0
+        to_cache = late if on == "front" else 0.0
         # front serves gateway's call: 1 ms of its own, then calls cache and back in turn.
-        front_work = 0.001 + 0.0011 + 0.001 + own + late + 0.001
-        end = _call(spans, tid, ("gateway", f"{tid}-root"), ("front", "GET /buy"), t + 0.001, front_work, 0.0)
+        front_work = 0.001 + 0.0011 + to_cache + 0.001 + own + to_back + 0.001
+        to_front = late if on == "front" else 0.0
+        end = _call(
+            spans, tid, ("gateway", f"{tid}-root"), ("front", "GET /buy"), t + 0.001, front_work, to_front
+        )
         spans.append(Span(tid, f"{tid}-root", None, "gateway", "GET /", t, end + 0.001))
-        at = _call(spans, tid, ("front", f"{tid}-front"), ("cache", "GET key"), t + 0.0025, 0.0001, 0.0)
-        _call(spans, tid, ("front", f"{tid}-front"), ("back", "POST /reserve"), at, own, late)
+        at = _call(spans, tid, ("front", f"{tid}-front"), ("cache", "GET key"), t + 0.0025, 0.0001, to_cache)
+        _call(spans, tid, ("front", f"{tid}-front"), ("back", "POST /reserve"), at, own, to_back)
     return FakeSource((("gateway", "front"), ("front", "back"), ("front", "cache")), span_list=spans)
 
 
@@ -130,6 +135,18 @@ def test_a_delay_on_a_services_network_is_its_own_not_its_callers() -> None:
     assert max(scores, key=lambda e: scores[e]) == "back"
     assert kind_hint(ctx, "back") is FaultKind.LATENCY
     assert kind_hint(ctx, "front") is None
+
+
+def test_a_leaf_whose_callers_network_is_late_is_no_origin() -> None:
+    """Network delay on front: its edge from gateway and its edges to back and cache all widen. back
+    and cache (leaves: an incoming side only) see their one edge widen, and front accounts for it."""
+    ctx = context(_network_delay_source(0.050, on="front"), entity="gateway")
+    front, back, cache = (trace_profile(ctx, e) for e in ("front", "back", "cache"))
+    assert front.own_shift > 2.0
+    assert back.own_shift <= 0.1
+    assert cache.own_shift <= 0.1
+    scores = entity_scores(ctx)
+    assert max(scores, key=lambda e: scores[e]) == "front"
 
 
 def test_tool_result_carries_only_the_anomaly_score() -> None:
