@@ -18,8 +18,8 @@ fault). Structure and errors propagate to callers, so a service is credited only
 callee does not already show, as metrics' `own_z` does; own time needs no such discount.
 
 A delay on the network between two services is no one's own time: it shows as the gap between the
-caller's span of the call and the callee's span of serving it (a *link*: the caller's span whose
-child runs in another service). A link's gap is therefore left out of the caller's own time and
+caller's span of the call and the callee's span of serving it (a *link*: a span of the caller's,
+inside another of its own, whose only child is the callee's span, as an OpenTelemetry CLIENT span). A link's gap is therefore left out of the caller's own time and
 measured per call edge instead; a delay on one service's network (packets it sends or receives)
 widens the gaps of every call edge into it and out of it, so a service is credited with the smaller
 of its incoming and its outgoing edges' median gap rise: a caller whose only widened edge is the one
