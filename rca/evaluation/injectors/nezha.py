@@ -595,13 +595,8 @@ class _Effects:
                 return frame[frame["_t"] < self.onset]  # its telemetry stops
             own = self.reached.of(service)
             if kind is Kind.NETWORK_DELAY:
-                # Its server time holds no wire time, but its requests out are late: a service that
-                # calls others waits on them that much longer (its client latency is measured).
-                sends = any(
-                    carried(frame[c].to_numpy(dtype=np.float64)) for c in CLIENT_LATENCY if c in frame
-                )
-                if sends:
-                    self._add(frame, SERVER_LATENCY + CLIENT_LATENCY, delay, own)
+                # As the recorded Online Boutique network delays show: the delayed pod's own latency
+                # percentiles stay flat; the wire time shows on the call edges (`edges`).
                 return frame
             self._add(frame, SERVER_LATENCY, delay, own)
             self._fail(frame, "PodSuccessRate(%)", failing * own * profile)
@@ -618,11 +613,16 @@ class _Effects:
     def edges(self, frame: pd.DataFrame, callee_side: bool = False) -> pd.DataFrame:
         """Per call-edge latency (the median of the edge's calls, as the caller measures it, or as the
         callee does with `callee_side`): each hop of the path waits the added time, on the share of
-        the edge's calls that took the path. A network delay holds the entity's answers back on the
-        wire: its own side of the hop into it does not see them."""
+        the edge's calls that took the path. A network delay holds back what the entity sends, on
+        every edge: its answers (its own side of the hop into it does not see them) and its requests
+        (its side of each edge out of it waits; the callee's does not)."""
         delay = self.added * self._profile(frame) * self.d.jitter(len(frame))
+        network = self.fault.kind is Kind.NETWORK_DELAY
+        if network and not callee_side:  # its requests reach each of its callees late
+            for col in [c for c in frame.columns if c.split("_", 1)[0] == self.fault.entity]:
+                frame[col] = frame[col] + delay
         for callee, caller in zip(self.path, self.path[1:], strict=False):
-            if callee_side and callee == self.fault.entity and self.fault.kind is Kind.NETWORK_DELAY:
+            if callee_side and callee == self.fault.entity and network:
                 continue
             col = f"{caller}_{callee}"
             if col in frame:
