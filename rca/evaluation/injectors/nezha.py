@@ -614,16 +614,18 @@ class _Effects:
         """Per call-edge latency (the median of the edge's calls, as the caller measures it, or as the
         callee does with `callee_side`): each hop of the path waits the added time, on the share of
         the edge's calls that took the path. A network delay holds back what the entity sends, on
-        every edge: its answers (its own side of the hop into it does not see them) and its requests
-        (its side of each edge out of it waits; the callee's does not)."""
+        every edge: its answers (each caller's side of its edge into it waits; the entity's own side
+        does not see the wire) and its requests (its side of each edge out of it waits; the callee's
+        does not)."""
         delay = self.added * self._profile(frame) * self.d.jitter(len(frame))
         network = self.fault.kind is Kind.NETWORK_DELAY
-        if network and not callee_side:  # its requests reach each of its callees late
-            for col in [c for c in frame.columns if c.split("_", 1)[0] == self.fault.entity]:
+        if network and not callee_side:  # its answers reach every caller late, its requests every callee
+            ends = [(c, c.split("_", 1)) for c in frame.columns if "_" in c]
+            for col in [c for c, pair in ends if self.fault.entity in pair]:
                 frame[col] = frame[col] + delay
         for callee, caller in zip(self.path, self.path[1:], strict=False):
-            if callee_side and callee == self.fault.entity and network:
-                continue
+            if network and callee == self.fault.entity:
+                continue  # the caller's side: above; its own side does not see the wire
             col = f"{caller}_{callee}"
             if col in frame:
                 frame[col] = frame[col] + delayed_share("p50", self.reached.of_edge(caller, callee)) * delay

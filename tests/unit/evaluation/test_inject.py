@@ -447,18 +447,22 @@ def test_a_network_delay_widens_the_wire_between_services_and_no_span_of_the_ent
 
 
 def test_a_network_delay_shows_on_the_call_edges_as_their_callers_measure_them() -> None:
-    """Online Boutique's per-edge medians: a network delay on db lengthens what api (its caller) waits
-    on it and what db waits on cache (its callee), as each caller measures it; db's own side of the
-    edge from api and cache's side of the edge from db do not see the wire."""
-    frame = pd.DataFrame({"_t": [0.0, 60.0, 120.0], "api_db": 0.01, "db_cache": 0.002, "web_api": 0.02})
+    """Online Boutique's per-edge medians: a network delay on db lengthens what each of its callers
+    (api on the path, cron off it) waits on it and what db waits on cache (its callee), as each caller
+    measures it; db's own side of the edges into it and cache's side of the edge from db do not see
+    the wire."""
+    frame = pd.DataFrame(
+        {"_t": [0.0, 60.0, 120.0], "api_db": 0.01, "db_cache": 0.002, "web_api": 0.02, "cron_db": 0.01}
+    )
     fault = Fault("nezha-ob", Kind.NETWORK_DELAY, "db", 0)
     d = Draw(np.random.default_rng(0), 0.5)
     effects = _Effects(fault, d, ("db", "api", "web"), "db-pod", 0.0, 0.5, 0.0)
     caller_side = effects.edges(frame.copy()) - frame
     callee_side = effects.edges(frame.copy(), callee_side=True) - frame
-    for col in ("api_db", "db_cache", "web_api"):
+    for col in ("api_db", "db_cache", "web_api", "cron_db"):  # cron: a caller off the path
         assert caller_side[col].iloc[-1] == pytest.approx(0.5, rel=0.3)
     assert (callee_side["api_db"] == 0.0).all()
+    assert (callee_side["cron_db"] == 0.0).all()
     assert (callee_side["db_cache"] == 0.0).all()
     assert callee_side["web_api"].iloc[-1] == pytest.approx(0.5, rel=0.3)  # api waits on its side too
 
