@@ -257,14 +257,21 @@ def callers_wait(waits: dict[str, dict[str, Deviation]], entity: str) -> tuple[s
     the entity shows them all. A caller whose wait rose on all of its callees alike is waiting on its
     own side (its own network or CPU): only what its wait on the entity adds over its least-waiting
     other callee is the entity's (`waits` holds, besides the entity, only callees that do not
-    themselves depend on it)."""
+    themselves depend on it). The waits are compared in seconds, and what the entity's adds is
+    measured in the spread of that difference (both edges' spreads): a late network on the caller
+    adds the same time to every call it makes, however quiet or noisy each edge's baseline."""
     shares = []
     for caller, edges in waits.items():
         if entity not in edges:
             continue
-        others = [d.z for callee, d in edges.items() if callee != entity]
-        common = max(0.0, min(others, default=0.0))
-        shares.append((caller, replace(edges[entity], z=max(0.0, edges[entity].z - common))))
+        mine = edges[entity]
+        others = [(d.observed - d.baseline, d.spread) for callee, d in edges.items() if callee != entity]
+        common, spread = min(others, default=(0.0, 0.0))
+        if common <= 0.0:
+            shares.append((caller, mine))
+            continue
+        beyond = (mine.observed - mine.baseline - common) / math.hypot(mine.spread, spread)
+        shares.append((caller, replace(mine, z=max(0.0, min(mine.z, beyond)))))
     return min(shares, key=lambda s: s[1].z, default=None)
 
 

@@ -317,6 +317,16 @@ def test_the_callers_wait_is_the_least_any_caller_waits_beyond_its_other_callees
     assert all_alike is not None
     assert all_alike[1].z == 0.0
     assert callers_wait({"a": {"y": up}}, "x") is None
+    # A late network on the caller adds the same 0.4 s to every call: a callee whose baseline barely
+    # wobbles turns it into far more sigmas than a noisy one, and it is still the caller's wait.
+    quiet = deviation(0.003 + 1e-5 * np.sin(np.arange(10)), np.array([0.403]), Direction.UP)
+    noisy = deviation(0.05 + 0.02 * np.sin(np.arange(10)), np.array([0.45]), Direction.UP)
+    assert quiet is not None
+    assert noisy is not None
+    assert quiet.z > 10 * noisy.z
+    late = callers_wait({"a": {"x": quiet, "y": noisy}}, "x")
+    assert late is not None
+    assert late[1].z < 1.0
     assert waited_callee("client_latency_p50{caller=a,callee=x}", "a") == "x"
     assert waited_callee("client_latency_p50{caller=b,callee=x}", "a") is None  # another caller's
     assert waited_callee("latency_p50{caller=a,callee=x}", "a") is None  # the callee's own side
