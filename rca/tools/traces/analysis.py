@@ -19,13 +19,14 @@ callee does not already show, as metrics' `own_z` does; own time needs no such d
 
 A delay on the network between two services is no one's own time: it shows as the gap between the
 caller's span of the call and the callee's span of serving it (a *link*: a span of the caller's,
-inside another of its own, whose only child is the callee's span, as an OpenTelemetry CLIENT span). A link's gap is therefore left out of the caller's own time and
-measured per call edge instead; a delay on one service's network (packets it sends or receives)
-widens the gaps of every call edge into it and out of it, so a service is credited with the smaller
-of its incoming and its outgoing edges' median gap rise: a caller whose only widened edge is the one
-to the delayed service keeps its other side's, and is no origin. A service with one side only (a
-leaf, an entry) is credited with that side's rise less what the services at the other ends of its
-edges are credited with: a leaf whose caller's network is late waits on it (`_link_shifts`).
+inside another of its own, whose only child is the callee's span, as an OpenTelemetry CLIENT span).
+A link's gap is therefore left out of the caller's own time and measured per call edge instead. A
+delay on one service's network (packets it sends or receives) widens the gaps of every call edge
+into it and out of it, so a service is credited with the smaller of its incoming and its outgoing
+edges' median gap rise: a caller whose only widened edge is the one to the delayed service keeps its
+other side's, and is no origin. A service with one side only (a leaf, an entry) is credited with
+that side's rise less what the services at the other ends of its edges are credited with: a leaf
+whose caller's network is late waits on it (`_link_shifts`).
 
 A delay often reaches only some of an operation's requests: those of one caller (a slow link from
 it, a code path only its requests take). The operation's median own time does not move while they are

@@ -345,30 +345,41 @@ def test_a_caller_suffers_only_for_the_requests_that_reached_the_fault() -> None
     assert (overload - frame).mean()[("fe", "latency", "p50")] == 0.0  # a tenth waits: not the median
 
 
-def test_a_trainticket_request_that_fails_logs_once_per_service_and_its_unrun_code_logs_nothing() -> None:
-    """An exception in `db` on the path api -> db: the failed request's spans below the failure never
-    run, so their log lines vanish (in the entity and in the callee it no longer reaches); `db` logs
-    one ERROR line in its own style and `api`, whose two spans the failure passes through, one."""
-    pods = {"api": "api-service-5d8f-x1", "db": "db-service-7c9a-y2", "cache": "cache-service-1b2c-z3"}
-    rows = [  # span, parent, service, operation
-        ("A", "root", "api", "GET /order"),
-        ("B", "A", "api", "HTTP GET"),
-        ("C", "B", "db", "GET /row"),
-        ("D", "C", "db", "RowRepository.find"),
-        ("E", "D", "cache", "GET key"),
-    ]
-    spans = pd.DataFrame(
+PODS = {"api": "api-service-5d8f-x1", "db": "db-service-7c9a-y2", "cache": "cache-service-1b2c-z3"}
+
+
+def _trace(rows: list[tuple[str, str, str, str, int, int]]) -> pd.DataFrame:
+    """One TrainTicket trace of `PODS`' services: (span, parent, service, operation, start ms, end ms),
+    at 10 s into the day."""
+    ms = 1_000_000
+    return pd.DataFrame(
         {
             "TraceID": "t1",
             "SpanID": [r[0] for r in rows],
             "ParentID": [r[1] for r in rows],
-            "PodName": [pods[r[2]] for r in rows],
+            "PodName": [PODS[r[2]] for r in rows],
             "OperationName": [r[3] for r in rows],
-            "StartTimeUnixNano": [10_000_000_000 + i for i in range(5)],
-            "EndTimeUnixNano": [10_100_000_000 - i for i in range(5)],
-            "Duration": 100_000,
+            "StartTimeUnixNano": [10_000 * ms + r[4] * ms for r in rows],
+            "EndTimeUnixNano": [10_000 * ms + r[5] * ms for r in rows],
+            "Duration": [(r[5] - r[4]) * 1000 for r in rows],
             "entity": [f"{r[2]}-service" for r in rows],
         }
+    )
+
+
+def test_a_trainticket_request_that_fails_logs_once_per_service_and_its_unrun_code_logs_nothing() -> None:
+    """An exception in `db` on the path api -> db: the failed request's spans below the failure never
+    run, so their log lines vanish (in the entity and in the callee it no longer reaches); `db` logs
+    one ERROR line in its own style and `api`, whose two spans the failure passes through, one."""
+    pods = PODS
+    spans = _trace(
+        [  # span, parent, service, operation, start, end (ms): each nested in the one before
+            ("A", "root", "api", "GET /order", 0, 100),
+            ("B", "A", "api", "HTTP GET", 1, 99),
+            ("C", "B", "db", "GET /row", 2, 98),
+            ("D", "C", "db", "RowRepository.find", 3, 97),
+            ("E", "D", "cache", "GET key", 4, 96),
+        ]
     )
 
     def line(span: str, service: str, statement: str) -> dict[str, object]:
@@ -411,31 +422,18 @@ def test_a_network_delay_widens_the_wire_between_services_and_no_span_of_the_ent
     0.5 s late. The gap between api's span of the call and db's span of serving it widens by that
     much, and so does the gap between db's span of its call and cache's; cache's span does not move,
     and db's serving span lasts longer only by what it waited on its late call."""
-    pods = {"api": "api-service-5d8f-x1", "db": "db-service-7c9a-y2", "cache": "cache-service-1b2c-z3"}
-    rows = [  # span, parent, service, operation, start, end (ms)
-        ("A", "root", "api", "GET /order", 0, 100),
-        ("B", "A", "api", "HTTP GET", 10, 90),
-        ("C", "B", "db", "GET /row", 12, 88),
-        ("D", "C", "db", "HTTP GET", 20, 60),
-        ("E", "D", "cache", "GET key", 22, 58),
-    ]
-    ms = 1_000_000
-    spans = pd.DataFrame(
-        {
-            "TraceID": "t1",
-            "SpanID": [r[0] for r in rows],
-            "ParentID": [r[1] for r in rows],
-            "PodName": [pods[r[2]] for r in rows],
-            "OperationName": [r[3] for r in rows],
-            "StartTimeUnixNano": [10_000 * ms + r[4] * ms for r in rows],
-            "EndTimeUnixNano": [10_000 * ms + r[5] * ms for r in rows],
-            "Duration": [(r[5] - r[4]) * 1000 for r in rows],
-            "entity": [f"{r[2]}-service" for r in rows],
-        }
+    spans = _trace(
+        [  # span, parent, service, operation, start, end (ms)
+            ("A", "root", "api", "GET /order", 0, 100),
+            ("B", "A", "api", "HTTP GET", 10, 90),
+            ("C", "B", "db", "GET /row", 12, 88),
+            ("D", "C", "db", "HTTP GET", 20, 60),
+            ("E", "D", "cache", "GET key", 22, 58),
+        ]
     )
     fault = Fault("nezha-tt", Kind.NETWORK_DELAY, "db-service", 0)
     d = Draw(np.random.default_rng(0), 0.5)
-    effects = _Effects(fault, d, ("db-service", "api-service"), pods["db"], 0.0, 0.5, 0.0)
+    effects = _Effects(fault, d, ("db-service", "api-service"), PODS["db"], 0.0, 0.5, 0.0)
     out, _ = effects.traces(spans, pd.DataFrame())
     before = spans.set_index("SpanID")["Duration"] / 1e6
     after = out.set_index("SpanID")["Duration"] / 1e6
