@@ -83,6 +83,7 @@ class TraceProfile:
     site_shift: float = 0.0  # the largest call site's own-time rise, at its lower bound (log units)
     site: str | None = None  # that call site: the calling service (and its span's operation)
     site_caller: str | None = None  # that site's calling service (None for roots)
+    link_shift: float = 0.0  # how far the wire gaps of its call edges widened (log units, `_link_shifts`)
     structure_shift: float = 0.0  # mean |log child-count change| per operation
     calls_change: float = 0.0  # log change of calls received per minute
     errors_reference: int = 0  # own error spans
@@ -293,9 +294,10 @@ def profile_spans(
         weight = ops["n_obs"].astype(np.float64).pow(0.5)
         own_shift = _weighted(ops["log_own_obs"] - ops["log_own_ref"], weight)
         # A delay on a service's network is its own, though no span of its own measures it.
-        own_shift = pd.concat([own_shift, pd.Series(_link_shifts(ref, obs), dtype=np.float64)], axis=1).max(
-            axis=1
-        )
+        links = _link_shifts(ref, obs)
+        for e, shift in links.items():
+            profiles[e].link_shift = shift
+        own_shift = pd.concat([own_shift, pd.Series(links, dtype=np.float64)], axis=1).max(axis=1)
         sites = _site_shifts(ref[~ref["link"]], obs[~obs["link"]])
         for e, (bound, site, by) in sites.items():
             profiles[e].site_shift, profiles[e].site, profiles[e].site_caller = bound, site, by

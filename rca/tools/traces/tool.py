@@ -35,6 +35,11 @@ class TracesTool:
                 if p.site is not None and p.site_shift > 0
                 else []
             ),
+            *(
+                [f"the wire gaps of its calls in and out up {p.link_shift:.2f} log units (its network)"]
+                if p.link_shift > 0
+                else []
+            ),
             f"latency {p.latency_z:.1f}, structure {p.structure_z:.1f}, calls {p.calls_z:.1f} sigma",
         ]
         if p.inherited_from:
@@ -61,6 +66,7 @@ class TracesTool:
                 "own_error_spans_reference": p.errors_reference,
                 "own_shift": round(p.own_shift, 4),
                 "site_shift": round(p.site_shift, 4),
+                "link_shift": round(p.link_shift, 4),
                 "structure_shift": round(p.structure_shift, 4),
                 "calls_change": round(p.calls_change, 4),
                 "latency_z": round(p.latency_z, 3),

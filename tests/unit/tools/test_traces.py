@@ -130,7 +130,11 @@ def test_a_delay_on_a_services_network_is_its_own_not_its_callers() -> None:
     assert back.own_p50_observed == pytest.approx(back.own_p50_reference, rel=0.3)  # its spans as before
     assert front.own_p50_observed == pytest.approx(front.own_p50_reference, rel=0.3)  # the gap is no own time
     assert back.own_shift > 2.0  # log(51 ms / 1 ms)
+    assert back.link_shift == back.own_shift
     assert front.own_shift <= 0.1
+    result = TracesTool().run(ctx, Hypothesis(id="h", entity="back", fault_kind="latency"))
+    assert "(its network)" in result.summary
+    assert result.measurements["link_shift"] > 2.0
     scores = entity_scores(ctx)
     assert max(scores, key=lambda e: scores[e]) == "back"
     assert kind_hint(ctx, "back") is FaultKind.LATENCY
