@@ -93,6 +93,11 @@ class Deviation:
     relative: float  # (observed - baseline) / |baseline| (inf when the baseline is 0)
     spread: float = 1.0  # the baseline spread the z-score is measured in
 
+    @property
+    def rise(self) -> float:
+        """How far the window's value sits above the baseline median, in the series' own unit."""
+        return self.observed - self.baseline
+
     def excess_over(self, level: float, direction: Direction) -> float:
         """The z-score of `observed` beyond `level` rather than beyond the baseline median: what the
         window adds to a level already reached before it (a `level` inside normal takes nothing off)."""

@@ -593,11 +593,11 @@ class _Effects:
                     frame[col] = frame[col] + d.magnitude * base * profile * d.jitter(n)  # the leak grows
             if kind is Kind.POD_FAILURE:
                 return frame[frame["_t"] < self.onset]  # its telemetry stops
-            own = self.reached.of(service)
             if kind is Kind.NETWORK_DELAY:
                 # As the recorded Online Boutique network delays show: the delayed pod's own latency
                 # percentiles stay flat; the wire time shows on the call edges (`edges`).
                 return frame
+            own = self.reached.of(service)
             self._add(frame, SERVER_LATENCY, delay, own)
             self._fail(frame, "PodSuccessRate(%)", failing * own * profile)
         elif front or service in self.callers:
@@ -620,8 +620,7 @@ class _Effects:
         delay = self.added * self._profile(frame) * self.d.jitter(len(frame))
         network = self.fault.kind is Kind.NETWORK_DELAY
         if network and not callee_side:  # its answers reach every caller late, its requests every callee
-            ends = [(c, c.split("_", 1)) for c in frame.columns if "_" in c]
-            for col in [c for c, pair in ends if self.fault.entity in pair]:
+            for col in [c for c in frame.columns if self.fault.entity in c.split("_", 1)]:
                 frame[col] = frame[col] + delay
         for callee, caller in zip(self.path, self.path[1:], strict=False):
             if network and callee == self.fault.entity:
@@ -637,12 +636,12 @@ class _Effects:
         onset_ns = self.onset * 1e9
         parent = dict(zip(spans["SpanID"], spans["ParentID"], strict=False))
         owner = dict(zip(spans["SpanID"], spans["entity"], strict=False))
+        if kind is Kind.NETWORK_DELAY:
+            return self._late_on_the_wire(spans, parent, owner, onset_ns), logs
         # The fault acts once per request the entity serves: on its entry span (the one its caller's
         # span is the parent of), not again on each of its own nested spans (a controller, a repository,
         # a query inside one request), which would multiply the delay or the failing share per request
         # by the depth of its own code, beyond what its metrics show.
-        if kind is Kind.NETWORK_DELAY:
-            return self._late_on_the_wire(spans, parent, owner, onset_ns), logs
         hit = []
         for sid, ent, start in zip(spans["SpanID"], spans["entity"], spans["StartTimeUnixNano"], strict=True):
             if (

@@ -235,7 +235,7 @@ def waited_z(server: Deviation, client: Deviation | None) -> float:
     metrics: a caller whose server latency rose by what its client-side wait rose merely waits."""
     if client is None:
         return 0.0
-    return max(0.0, client.observed - client.baseline) / server.spread
+    return max(0.0, client.rise) / server.spread
 
 
 def waited_callee(name: str, caller: str) -> str | None:
@@ -265,12 +265,12 @@ def callers_wait(waits: dict[str, dict[str, Deviation]], entity: str) -> tuple[s
         if entity not in edges:
             continue
         mine = edges[entity]
-        others = [(d.observed - d.baseline, d.spread) for callee, d in edges.items() if callee != entity]
+        others = [(d.rise, d.spread) for callee, d in edges.items() if callee != entity]
         common, spread = min(others, default=(0.0, 0.0))
         if common <= 0.0:
             shares.append((caller, mine))
             continue
-        beyond = (mine.observed - mine.baseline - common) / math.hypot(mine.spread, spread)
+        beyond = (mine.rise - common) / math.hypot(mine.spread, spread)
         shares.append((caller, replace(mine, z=max(0.0, min(mine.z, beyond)))))
     return min(shares, key=lambda s: s[1].z, default=None)
 

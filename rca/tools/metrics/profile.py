@@ -294,8 +294,7 @@ def short_of_symptom(ctx: ToolContext, entity: str, finding: FamilyFinding) -> t
     theirs = metric_profile(ctx, symptom).findings.get(Family.LATENCY)
     if theirs is None or theirs.unit != finding.unit:
         return None
-    mine = finding.deviation.observed - finding.deviation.baseline
-    their = theirs.deviation.observed - theirs.deviation.baseline
+    mine, their = finding.deviation.rise, theirs.deviation.rise
     if their <= 0 or mine * MAX_SEQUENTIAL_CALLS >= their:
         return None
     return mine, their
