@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -76,6 +77,9 @@ class MetricProfile:
     # Each family's strongest deviation per instance (None: series of the entity as a whole), for
     # the detail level of a hypothesis: which pod or series carries the entity's fault.
     instances: dict[Family, dict[str | None, FamilyFinding]] = field(default_factory=dict)
+    # Every scored series' finding per family, strongest or not: what a caller inherits from this entity
+    # is measured on the series that matches the caller's (`inherited_z`), not only on the strongest.
+    series: dict[Family, list[FamilyFinding]] = field(default_factory=dict)
     last_report: float = -math.inf  # the latest finite point of any of its series in the incident
     silence: Silence | None = None  # its telemetry stopped by onset (see `went_silent`)
 
@@ -198,14 +202,32 @@ def inherited_z(mine: FamilyFinding, callee: FamilyFinding) -> float:
     for a rise in the caller's p50 whatever its size in seconds.
     """
     z = max(0.0, callee.deviation.z)
-    if z < KNEE or not mine.unit or mine.unit != callee.unit:
-        return z
-    theirs = quantile_level(split_edge_name(callee.metric)[0])
-    ours = quantile_level(split_edge_name(mine.metric)[0])
-    if theirs is not None and ours is not None and theirs > ours:
+    if z < KNEE or not mine.unit or mine.unit != callee.unit or higher_quantile(callee, mine):
         return z
     one_call = z * callee.deviation.spread / mine.deviation.spread
     return max(one_call, min(z, MAX_SEQUENTIAL_CALLS * one_call))
+
+
+def inherited_from(mine: FamilyFinding, strongest: FamilyFinding, series: Iterable[FamilyFinding]) -> float:
+    """How much of `mine` a callee accounts for (`inherited_z`): on its strongest finding, or on any
+    other of its series that compares with `mine` in seconds (same unit, past the knee, no higher a
+    quantile), whichever accounts for more.
+
+    A caller's quantile waits on the same part of its callee's calls, the tail of its requests on the
+    callee's tail. The callee's strongest series by z may be another quantile than the caller's, with a
+    smaller rise in seconds (a p90 with a tight baseline beside a p99 that rose further); netting on it
+    alone leaves the rest of the callee's rise in the caller, as if the caller's own."""
+    comparable = (
+        f for f in series if f.unit == mine.unit and f.deviation.z >= KNEE and not higher_quantile(f, mine)
+    )
+    return max(inherited_z(mine, f) for f in (strongest, *comparable))
+
+
+def higher_quantile(callee: FamilyFinding, mine: FamilyFinding) -> bool:
+    """Whether the callee's series is a higher latency quantile than the caller's (both quantiles)."""
+    theirs = quantile_level(split_edge_name(callee.metric)[0])
+    ours = quantile_level(split_edge_name(mine.metric)[0])
+    return theirs is not None and ours is not None and theirs > ours
 
 
 def quantile_level(name: str) -> float | None:

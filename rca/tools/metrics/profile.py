@@ -29,7 +29,7 @@ from rca.tools.metrics.analysis import (
     callers_wait,
     client_of,
     handed_over,
-    inherited_z,
+    inherited_from,
     low_volume,
     median_of,
     never_succeeds,
@@ -184,6 +184,7 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
         finding = FamilyFinding(
             family, series.name, series.instance, dev, None, anchored, series.unit, waited
         )
+        result.series.setdefault(family, []).append(finding)
         best = result.findings.get(family)
         if best is None or dev.z > best.deviation.z:
             result.findings[family] = finding
@@ -199,6 +200,7 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
     if Family.ERRORS in result.findings and low_volume(incident_series, ctx.incident):
         del result.findings[Family.ERRORS]
         result.instances.pop(Family.ERRORS, None)
+        result.series.pop(Family.ERRORS, None)
     ctx.record.series[entity] = tuple(
         examined_series(f, examined[f.family, f.instance]) for f in result.findings.values()
     )
@@ -440,9 +442,9 @@ def own_z(ctx: ToolContext, entity: str, family: Family) -> tuple[float, float, 
     if family not in PROPAGATING or mine is None:
         return raw, raw, None
     callees = [
-        (inherited_z(mine, found), c)
+        (inherited_from(mine, found, theirs.series.get(family, ())), c)
         for c in ctx.graph.callees(entity)
-        if c != entity and (found := metric_profile(ctx, c).findings.get(family)) is not None
+        if c != entity and (found := (theirs := metric_profile(ctx, c)).findings.get(family)) is not None
     ]
     inherited, culprit = max(callees, default=(0.0, None))
     inherited = max(inherited, mine.waited)

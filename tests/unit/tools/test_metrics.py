@@ -372,6 +372,26 @@ def test_a_slower_tail_of_a_callee_does_not_account_for_its_callers_median() -> 
     assert median_own == 0.0
 
 
+def test_a_callers_tail_is_netted_on_its_callees_tail_not_on_its_strongest_series() -> None:
+    """An overloaded callee: back's p90 rises 1 s in a tight baseline (its strongest series by z), its
+    p99 rises 2.4 s in a looser one; front's p99 rises 2.5 s. front's slowest requests wait on back's
+    slowest calls, so back's p99 rise accounts for front's; netted on back's p90 alone, 1.5 s would
+    stay front's own."""
+    source = _latency_source(
+        {
+            "front": {"latency_p99": (0.4, 0.02, 2.5)},
+            "back": {"latency_p90": (1.0, 0.01, 1.0), "latency_p99": (2.0, 0.1, 2.4)},
+        }
+    )
+    ctx = context(source)
+    back = metric_profile(ctx, "back").findings[Family.LATENCY]
+    assert back.metric == "latency_p90"  # the strongest series is not the one front's tail waits on
+    own, raw, culprit = own_z(ctx, "front", Family.LATENCY)
+    assert raw > 50.0
+    assert own < 0.1 * raw
+    assert culprit == "back"
+
+
 def test_a_latency_rise_far_smaller_than_the_symptoms_cannot_prove_it_the_origin() -> None:
     """front's latency rises 1 s (a noisy series: its own part, net of its wait on back, stays below
     back's in sigmas). back's rises 0.05 s, 100 sigma of its quiet baseline, and front waits that much
