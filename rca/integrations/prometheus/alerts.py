@@ -3,7 +3,10 @@
 Prometheus puts the rule's expression in the alert's `generatorURL` (`/graph?g0.expr=...`); it is parsed
 (promql-parser) for the metric names and label matchers it selects. The metric the tools read is the
 first selected series' name, marked `_error_ratio` when a matcher picks failures out (5xx status codes, an
-ERROR span status), since the same `_count` series measures latency and errors alike.
+ERROR span status), since the same `_count` series measures latency and errors alike, and `_latency` when
+it is a duration histogram's buckets or sum (`..._seconds_bucket`): such a series measures how long
+requests take whatever else its name says (the service graph's `traces_service_graph_request_client_seconds`
+names requests, not time), and the tools weigh the evidence by the family the alert fired on.
 """
 
 from __future__ import annotations
@@ -16,11 +19,17 @@ from urllib.parse import parse_qs, urlsplit
 import promql_parser
 
 from rca.integrations.otel import service_from_pod
+from rca.integrations.prometheus.signals import family_name
 
 # A matcher that selects failures: an HTTP 5xx status code (OTel `http.response.status_code`, the older
 # `status_code` / `code`) or an OTel span status of ERROR (the span-metrics connector's `status_code`).
 _FAILURE_LABEL = re.compile(r"(?:^|_)(?:status_code|code|status)$")
 _FAILURE_VALUE = re.compile(r"^5|error", re.IGNORECASE)
+# A duration's base unit by the Prometheus and OpenTelemetry naming conventions (`_seconds`, and the span
+# metrics connector's `_milliseconds`), and the series of a histogram that read as its durations: the
+# buckets (`histogram_quantile`) and the sum (over `_count`, the mean).
+_DURATION = re.compile(r"_(?:seconds|milliseconds)$")
+_DURATION_SERIES = ("_bucket", "_sum")
 # Series Prometheus itself writes about alerts; never the watched metric.
 _OWN_SERIES = frozenset({"ALERTS", "ALERTS_FOR_STATE"})
 
@@ -82,6 +91,14 @@ def _failures(selector: Selector) -> bool:
     )
 
 
+def _watched(name: str) -> str:
+    """The metric name the tools read for a selected series without failures: a duration histogram's
+    buckets or sum marked as the latency they measure (see the module docstring), any other as it is."""
+    if name.endswith(_DURATION_SERIES) and _DURATION.search(family_name(name)):
+        return f"{family_name(name)}_latency"
+    return name
+
+
 def _entity(
     labels: Mapping[str, str], found: Iterable[Selector], service_labels: Iterable[str]
 ) -> str | None:
@@ -118,7 +135,7 @@ def alert_target(labels: Mapping[str, str], generator_url: str, service_labels: 
     failing = next((s for s in found if _failures(s)), None)
     if metric is None and found:
         if failing is None:
-            metric = found[0].name
+            metric = _watched(found[0].name)
         elif "fail" in failing.name:
             metric = failing.name  # a failures counter (the service graph's `..._failed_total`)
         else:

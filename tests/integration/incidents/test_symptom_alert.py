@@ -37,7 +37,7 @@ def _alert(fingerprint: str, name: str, expr: str, starts_at: str) -> dict[str, 
         # fired together: the failures name the symptom, though the latency alert was stored first
         ("2024-05-01T10:00:00Z", "http_server_request_duration_seconds_count_error_ratio"),
         # the latency alert fired a minute earlier: it is the first symptom
-        ("2024-05-01T10:01:00Z", "http_server_request_duration_seconds_bucket"),
+        ("2024-05-01T10:01:00Z", "http_server_request_duration_seconds_latency"),
     ],
 )
 def test_of_alerts_that_fired_together_the_one_on_failures_names_the_symptom(

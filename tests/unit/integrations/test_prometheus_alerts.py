@@ -47,8 +47,26 @@ def test_selectors_name_metrics_and_matchers() -> None:
         (
             {"alertname": "SlowFrontend"},
             LATENCY,
-            "http_server_request_duration_seconds_bucket",
+            "http_server_request_duration_seconds_latency",
             "frontend",
+            Family.LATENCY,
+        ),
+        # a duration histogram measures latency whatever its name says (the service graph's names
+        # requests); its mean (sum over count) too
+        (
+            {},
+            "histogram_quantile(0.99, sum by (le) (rate(traces_service_graph_request_client_seconds_bucket"
+            '{client="ts-gateway-service"}[1m]))) > 0.5',
+            "traces_service_graph_request_client_seconds_latency",
+            None,
+            Family.LATENCY,
+        ),
+        (
+            {"service_name": "cart"},
+            "sum(rate(traces_span_metrics_duration_milliseconds_sum[1m])) / "
+            "sum(rate(traces_span_metrics_duration_milliseconds_count[1m])) > 200",
+            "traces_span_metrics_duration_milliseconds_latency",
+            "cart",
             Family.LATENCY,
         ),
         # a container's series: the entity is its pod's workload
