@@ -19,7 +19,7 @@ from rca.core.hypotheses import Hypothesis
 from rca.telemetry.model import Direction, FloatArray, MetricSeries, TimeWindow
 from rca.tools.base import ToolContext
 from rca.tools.facts import ExaminedSeries
-from rca.tools.faults import FaultKind
+from rca.tools.faults import FaultKind, named_symptom
 from rca.tools.graph import is_view
 from rca.tools.metrics.analysis import (
     MAX_SEQUENTIAL_CALLS,
@@ -280,6 +280,22 @@ def unseen_by_callers(ctx: ToolContext, entity: str, family: Family) -> bool:
         return False
     seen = callers_see(ctx, entity)
     return seen is not None and seen < KNEE
+
+
+def alert_symptom(ctx: ToolContext) -> Family | None:
+    """The family the alert fired on: the one its metric names; for an alert that names no metric,
+    errors when the alerting entity fails (its error family deviates past the knee, and further than its
+    latency); None otherwise (no family is favoured, as for an alert on a family `EXPLAINS` does not
+    know).
+
+    A failing entry is explained by what fails its requests (a failing callee, a gone pod), a slower or
+    busier service only in part (`EXPLAINS`). Latency is what an alert without a metric is taken to
+    be about already (`symptom_family`, for seeding); failures are what the alert did not say."""
+    if ctx.alert.metric:
+        return named_symptom(ctx.alert.metric)
+    prof = metric_profile(ctx, ctx.alert.entity)
+    errors = prof.z(Family.ERRORS)
+    return Family.ERRORS if errors >= KNEE and errors >= prof.z(Family.LATENCY) else None
 
 
 def short_of_symptom(ctx: ToolContext, entity: str, finding: FamilyFinding) -> tuple[float, float] | None:

@@ -6,10 +6,11 @@ from rca.core.evidence import Source
 from rca.core.hypotheses import Hypothesis
 from rca.core.levels import detail_parts
 from rca.tools.base import ToolContext, ToolResult
-from rca.tools.faults import EXPLAINS, FAMILIES_OF_KIND, FaultKind, named_symptom
+from rca.tools.faults import EXPLAINS, FAMILIES_OF_KIND, FaultKind
 from rca.tools.graph import is_view
 from rca.tools.metrics.analysis import FamilyFinding, dominance_for, origin_score
 from rca.tools.metrics.profile import (
+    alert_symptom,
     error_burst,
     metric_profile,
     onset_of,
@@ -71,7 +72,7 @@ class MetricsTool:
         # anywhere behind them); a series that reported nothing before onset has no local reference that
         # it was normal while the symptom was; and a family that explains the alert's only in part (a
         # slow dependency behind an availability alert) is a lead, not proof.
-        symptom = named_symptom(ctx.alert.metric)
+        symptom = alert_symptom(ctx)
         partial = symptom is not None and EXPLAINS[symptom].get(family, 0.0) < 1.0
         span_z = spans_disown(ctx, hypothesis.entity, family)
         unwaited = unseen_by_callers(ctx, hypothesis.entity, family)

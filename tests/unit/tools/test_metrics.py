@@ -424,6 +424,30 @@ def test_a_latency_rise_far_smaller_than_the_symptoms_cannot_prove_it_the_origin
     assert "too little" not in MetricsTool().run(on_errors, hypothesis).summary
 
 
+def test_an_alert_naming_no_metric_is_judged_by_what_the_alerting_entity_shows() -> None:
+    """The alert names no metric. When front's requests fail (its error rate far past the knee, its
+    latency flat), back's slower calls explain the failures only in part and cannot prove back the
+    origin; when front slows down instead, the same rise of back's latency can (latency is what an
+    alert without a metric is taken to be about)."""
+    hypothesis = Hypothesis(id="h", entity="back", fault_kind="latency")
+    quiet = ("o1", "o2", "o3")
+    results = []
+    for errors, latency in ((0.2, 0.0), (0.0, 0.5)):
+        source = _latency_source(
+            {
+                "front": {"latency_p90": (0.2, 0.01, latency), "error_rate": (0.01, 0.001, errors)},
+                "back": {"latency_p90": (0.05, 0.005, 0.5)},
+                **{c: {"latency_p90": (0.01, 0.0005, 0.0)} for c in quiet},
+            },
+            tuple(("front", c) for c in ("back", *quiet)),
+        )
+        results.append(MetricsTool().run(context(source), hypothesis))
+    failing, slow = results
+    assert "latency explains a errors alert only in part" in failing.summary
+    assert failing.signals["anomaly_score"] <= CONTESTED < slow.signals["anomaly_score"]
+    assert "only in part" not in slow.summary
+
+
 def test_a_latency_none_of_its_callers_waits_on_does_not_seed_it_ahead_of_the_one_they_wait_on() -> None:
     """Seeding ranks by the same rule the proof applies: back's server latency rises 0.5 s but front, which
     measures its calls to it, waits no longer on back; front waits 0.3 s longer on cart, whose own
