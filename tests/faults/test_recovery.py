@@ -120,9 +120,16 @@ def test_a_killed_scheduler_is_restarted_and_sweeps_again(stack: Stack) -> None:
         60,
         "the new scheduler's heartbeat",
     )
-    # Only the restarted scheduler's sweep can recover these: the broker loses them at once.
+    # Only the restarted scheduler's sweep can recover these: the broker loses them at once. The worker
+    # is paused while they are handed over, so the broker holds them when it dies (otherwise the worker
+    # may finish all six first and leave the sweep nothing to recover).
     before = stack.redispatched()
-    post_groups(stack, "sched", 6)
-    stack.kill("redis")
+    worker = stack.kill("worker", signal.SIGSTOP)
+    try:
+        post_groups(stack, "sched", 6)
+        stack.watch_until(lambda: handed(stack, "sched") == 6, 60, "6 investigations handed to the broker")
+        stack.kill("redis")
+    finally:
+        os.kill(worker, signal.SIGCONT)
     finished_exactly_once(stack, "sched", 6)
     assert stack.redispatched() > before
