@@ -94,9 +94,8 @@ def _failures(selector: Selector) -> bool:
 def _watched(name: str) -> str:
     """The metric name the tools read for a selected series without failures: a duration histogram's
     buckets or sum marked as the latency they measure (see the module docstring), any other as it is."""
-    if name.endswith(_DURATION_SERIES) and _DURATION.search(family_name(name)):
-        return f"{family_name(name)}_latency"
-    return name
+    family = family_name(name)
+    return f"{family}_latency" if name.endswith(_DURATION_SERIES) and _DURATION.search(family) else name
 
 
 def _entity(

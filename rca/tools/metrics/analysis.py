@@ -202,7 +202,7 @@ def inherited_z(mine: FamilyFinding, callee: FamilyFinding) -> float:
     for a rise in the caller's p50 whatever its size in seconds.
     """
     z = max(0.0, callee.deviation.z)
-    if z < KNEE or not mine.unit or mine.unit != callee.unit or higher_quantile(callee, mine):
+    if not in_seconds(callee, mine):
         return z
     one_call = z * callee.deviation.spread / mine.deviation.spread
     return max(one_call, min(z, MAX_SEQUENTIAL_CALLS * one_call))
@@ -217,17 +217,19 @@ def inherited_from(mine: FamilyFinding, strongest: FamilyFinding, series: Iterab
     callee's tail. The callee's strongest series by z may be another quantile than the caller's, with a
     smaller rise in seconds (a p90 with a tight baseline beside a p99 that rose further); netting on it
     alone leaves the rest of the callee's rise in the caller, as if the caller's own."""
-    comparable = (
-        f for f in series if f.unit == mine.unit and f.deviation.z >= KNEE and not higher_quantile(f, mine)
-    )
+    comparable = (f for f in series if in_seconds(f, mine))
     return max(inherited_z(mine, f) for f in (strongest, *comparable))
 
 
-def higher_quantile(callee: FamilyFinding, mine: FamilyFinding) -> bool:
-    """Whether the callee's series is a higher latency quantile than the caller's (both quantiles)."""
+def in_seconds(callee: FamilyFinding, mine: FamilyFinding) -> bool:
+    """Whether the callee's rise can be weighed against the caller's in their unit: it stands out of
+    its own noise (past the knee), both have the same unit, and it is no higher a latency quantile
+    than the caller's (a slower tail reaches only the caller's tail)."""
+    if callee.deviation.z < KNEE or not mine.unit or mine.unit != callee.unit:
+        return False
     theirs = quantile_level(split_edge_name(callee.metric)[0])
     ours = quantile_level(split_edge_name(mine.metric)[0])
-    return theirs is not None and ours is not None and theirs > ours
+    return theirs is None or ours is None or theirs <= ours
 
 
 def quantile_level(name: str) -> float | None:
