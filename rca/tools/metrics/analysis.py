@@ -394,13 +394,18 @@ _QUANTILE = re.compile(r"p(\d{2,3})$")
 
 
 def too_few_for_quantile(name: str, requests: float | None) -> bool:
-    """Whether a latency quantile (`..._p99`) rests on too few requests per sample to be more than the
-    slowest request (p99 needs 100 requests, p90 10): it then follows single slow requests and
-    histogram bucket boundaries, so its jumps say nothing about the entity. Unknown volume keeps it."""
+    """Whether a latency quantile (`..._p99`) rests on too few requests per sample to say anything about
+    the entity. Unknown volume keeps it.
+
+    Two bounds. Its tail must hold a request (p99 needs 100 requests, p90 10), else it is the slowest
+    request and follows single slow requests and histogram bucket boundaries. And the quantile is the
+    value a share q of the requests fall under: that share is a rate over the same requests, noise below
+    `MIN_REQUESTS_FOR_RATES` as any other rate (a median of two or three requests a minute is one
+    request's latency, and it hops with every slow one)."""
     q = quantile_level(name)
     if q is None or requests is None:
         return False
-    return requests * (1.0 - q) < 1.0
+    return requests * (1.0 - q) < 1.0 or requests < MIN_REQUESTS_FOR_RATES
 
 
 # A resource family (CPU, memory) is taken as it is, with no callee to net out: only its lead over

@@ -69,6 +69,9 @@ def test_requests_per_sample_scales_a_rate_by_the_sampling_interval() -> None:
 def test_a_quantile_needs_enough_requests_to_be_more_than_the_slowest_one() -> None:
     assert too_few_for_quantile("latency_p99", 36.0)  # p99 needs 100 requests
     assert not too_few_for_quantile("latency_p90", 36.0)  # p90 needs 10
+    # A median's tail holds a request at two, but the share under it is a rate over as few requests.
+    assert too_few_for_quantile("latency_p50", 3.0)
+    assert not too_few_for_quantile("latency_p50", 5.0)
     assert too_few_for_quantile("latency_p999", 500.0)
     assert not too_few_for_quantile("latency_mean", 1.0)  # not a quantile
     assert not too_few_for_quantile("latency_p99", None)  # volume unknown: kept
