@@ -33,6 +33,20 @@ FAMILIES_OF_KIND: Mapping[FaultKind, tuple[Family, ...]] = MappingProxyType(
 
 # Which kind a moved family points to, when it is the strongest signal of a suspect. Traffic is not
 # here: a change in load is what a fault does to its callers and callees, never a cause by itself.
+# Families that can show a kind but whose calm cannot clear it: a delay, in the application or on the
+# wire, need not change the bytes an entity sends or receives, so only a latency series can clear a
+# latency fault; network throughput that moves is evidence for one, network throughput that does not
+# is no evidence against it.
+SUPPORT_ONLY: Mapping[FaultKind, frozenset[Family]] = MappingProxyType(
+    {FaultKind.LATENCY: frozenset({Family.NETWORK})}
+)
+# The kinds an origin's own log shows (docs/fault-signatures.md): error lines and new error templates,
+# its lines stopping. A delay, a CPU hog or a growing heap usually writes nothing of its own, so calm
+# logs clear none of those.
+SHOWN_IN_LOGS: frozenset[FaultKind] = frozenset(
+    {FaultKind.ERRORS, FaultKind.POD_FAILURE, FaultKind.BAD_DEPLOY}
+)
+
 KIND_OF_FAMILY: Mapping[Family, FaultKind] = MappingProxyType(
     {
         Family.CPU: FaultKind.CPU,

@@ -7,10 +7,11 @@ import math
 from rca.core.evidence import Source
 from rca.core.hypotheses import Hypothesis
 from rca.tools.base import ToolContext, ToolResult
+from rca.tools.faults import SHOWN_IN_LOGS, FaultKind
 from rca.tools.logs.analysis import score
 from rca.tools.logs.profile import analyse, log_profile
 from rca.tools.logs.templates import short
-from rca.tools.stats import KNEE
+from rca.tools.stats import KNEE, unrefuted
 
 
 class LogsTool:
@@ -55,6 +56,10 @@ class LogsTool:
         if not prof.own_reference:
             parts.append("too few lines of its own before onset to compare")
         parts.append(f"own score {prof.own:.1f} of {prof.raw:.1f}")
+        kind = FaultKind(hypothesis.fault_kind)
+        unseen = kind not in SHOWN_IN_LOGS
+        if unseen:
+            parts.append(f"a {kind.value} fault writes nothing of its own, so calm logs do not clear it")
         ratio = (
             prof.problem_rate_observed / prof.problem_rate_reference
             if prof.problem_rate_reference > 0
@@ -91,6 +96,6 @@ class LogsTool:
             measurements["blamed"] = prof.blamed
         return ToolResult(
             summary="; ".join(parts),
-            signals={"anomaly_score": round(score(analysis, entity), 4)},
+            signals={"anomaly_score": round(unrefuted(score(analysis, entity), unseen), 4)},
             measurements=measurements,
         )

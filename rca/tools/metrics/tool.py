@@ -6,7 +6,7 @@ from rca.core.evidence import Source
 from rca.core.hypotheses import Hypothesis
 from rca.core.levels import detail_parts
 from rca.tools.base import ToolContext, ToolResult
-from rca.tools.faults import EXPLAINS, FAMILIES_OF_KIND, FaultKind
+from rca.tools.faults import EXPLAINS, FAMILIES_OF_KIND, SUPPORT_ONLY, FaultKind
 from rca.tools.graph import is_view
 from rca.tools.metrics.analysis import FamilyFinding, dominance_for, origin_score
 from rca.tools.metrics.profile import (
@@ -72,6 +72,8 @@ class MetricsTool:
         # anywhere behind them); a series that reported nothing before onset has no local reference that
         # it was normal while the symptom was; and a family that explains the alert's only in part (a
         # slow dependency behind an availability alert) is a lead, not proof.
+        # A calm family that can only support the kind (network throughput for a delay) clears nothing.
+        uncleared = own < KNEE and all(f in SUPPORT_ONLY.get(kind, frozenset()) for f in present)
         symptom = alert_symptom(ctx)
         partial = symptom is not None and EXPLAINS[symptom].get(family, 0.0) < 1.0
         span_z = spans_disown(ctx, hypothesis.entity, family)
@@ -96,6 +98,7 @@ class MetricsTool:
                 (f"own span time moved {span_z or 0.0:.1f} sigma", span_z is not None),
                 ("none of its callers waits longer on it", unwaited),
                 (too_little, short is not None),
+                (f"calm {family.value} cannot clear a {kind.value} fault", uncleared),
             )
             if applies
         ]
@@ -135,7 +138,10 @@ class MetricsTool:
             summary=summary,
             signals={
                 "anomaly_score": round(
-                    origin_score(own, noise, lead, not caveats, burst or unseen, dominance_for(family)), 4
+                    origin_score(
+                        own, noise, lead, not caveats, burst or unseen or uncleared, dominance_for(family)
+                    ),
+                    4,
                 )
             },
             measurements=measurements,

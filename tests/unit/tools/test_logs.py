@@ -82,6 +82,17 @@ def test_tool_result_carries_only_the_anomaly_score_and_no_raw_lines() -> None:
     assert healthy.signals["anomaly_score"] <= 0.2
 
 
+def test_calm_logs_clear_an_error_fault_but_not_one_an_origin_writes_nothing_about() -> None:
+    # A delay, a CPU hog or a growing heap usually writes no line of its own: a quiet log is no
+    # evidence against them, as it is against an exception (docs/fault-signatures.md).
+    ctx = context(_source())
+    assert LogsTool().run(ctx, Hypothesis(id="e", entity="user", fault_kind="errors")).anomaly_score <= 0.2
+    for kind in ("latency", "cpu", "memory"):
+        calm = LogsTool().run(ctx, Hypothesis(id=kind, entity="user", fault_kind=kind))
+        assert 0.2 < calm.anomaly_score < 0.8, kind
+        assert "calm logs do not clear it" in calm.summary
+
+
 def test_analysis_is_cached_per_investigation() -> None:
     ctx = context(_source())
     first = analyse(ctx)

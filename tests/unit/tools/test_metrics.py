@@ -39,6 +39,7 @@ from rca.tools.stats import (
     DOMINANCE,
     KNEE,
     RATE_RELATIVE_FLOOR,
+    UNREMARKABLE,
     Family,
     deviation,
     floor_for,
@@ -181,6 +182,25 @@ def _latency_source(
             return out
 
     return Metered(edges)
+
+
+def test_calm_network_throughput_cannot_clear_a_latency_fault_a_calm_latency_can() -> None:
+    """A delay need not change the bytes an entity moves: back measures only its network, which stays
+    calm, so its metrics leave a latency fault open; measured flat, its own latency clears it."""
+    hypothesis = Hypothesis(id="h", entity="back", fault_kind="latency")
+    network_only = _latency_source(
+        {"front": {"latency_p90": (0.01, 0.0005, 0.3)}, "back": {"network_rx_bytes": (1e3, 50.0, 0.0)}}
+    )
+    result = MetricsTool().run(context(network_only), hypothesis)
+    assert UNREMARKABLE <= result.signals["anomaly_score"] < CONTESTED
+    assert "calm network cannot clear a latency fault" in result.summary
+    both = _latency_source(
+        {
+            "front": {"latency_p90": (0.01, 0.0005, 0.3)},
+            "back": {"network_rx_bytes": (1e3, 50.0, 0.0), "latency_p90": (0.01, 0.0005, 0.0)},
+        }
+    )
+    assert MetricsTool().run(context(both), hypothesis).signals["anomaly_score"] < UNREMARKABLE
 
 
 def test_a_caller_that_waits_on_its_callee_is_a_victim_however_quiet_its_baseline() -> None:
