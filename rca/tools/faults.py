@@ -46,6 +46,9 @@ SUPPORT_ONLY: Mapping[FaultKind, frozenset[Family]] = MappingProxyType(
 SHOWN_IN_LOGS: frozenset[FaultKind] = frozenset(
     {FaultKind.ERRORS, FaultKind.POD_FAILURE, FaultKind.BAD_DEPLOY}
 )
+# And those its spans show: every kind but a growing heap, whose own time rises only late, if at all
+# (garbage collection), so calm spans do not clear a memory fault.
+SHOWN_IN_SPANS: frozenset[FaultKind] = frozenset(FaultKind) - {FaultKind.MEMORY}
 
 KIND_OF_FAMILY: Mapping[Family, FaultKind] = MappingProxyType(
     {

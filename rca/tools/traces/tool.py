@@ -6,7 +6,7 @@ from __future__ import annotations
 from rca.core.evidence import Source
 from rca.core.hypotheses import Hypothesis
 from rca.tools.base import ToolContext, ToolResult
-from rca.tools.faults import FaultKind
+from rca.tools.faults import SHOWN_IN_SPANS, FaultKind
 from rca.tools.stats import unrefuted
 from rca.tools.traces.profile import analyse, trace_profile
 
@@ -47,9 +47,15 @@ class TracesTool:
         parts.append(f"own score {p.own:.1f} of {p.raw:.1f}")
         # Spans that never say how they ended cannot show errors: quiet spans do not clear the entity
         # of a fault that only its answers or its logs would show.
-        unseen = FaultKind(hypothesis.fault_kind) is FaultKind.ERRORS and not analysis.outcomes_recorded
+        kind = FaultKind(hypothesis.fault_kind)
+        unseen = kind is FaultKind.ERRORS and not analysis.outcomes_recorded
         if unseen:
             parts.append("the spans record no outcome, so errors are unseen")
+        elif kind not in SHOWN_IN_SPANS:
+            unseen = True
+            parts.append(
+                f"a {kind.value} fault shows in own time late if at all, so calm spans do not clear it"
+            )
         score = unrefuted(analysis.score(entity), unseen)
         return ToolResult(
             summary="; ".join(parts),

@@ -212,6 +212,16 @@ def test_spans_with_outcomes_can_clear_an_errors_hypothesis() -> None:
     assert float(quiet.signals["anomaly_score"]) <= 0.2
 
 
+def test_calm_spans_clear_a_cpu_fault_but_not_a_growing_heap() -> None:
+    # A CPU hog's run-queue wait is own time; a leak shows there late if at all (garbage collection).
+    ctx = context(_source())
+    cpu = TracesTool().run(ctx, Hypothesis(id="c", entity="front", fault_kind="cpu"))
+    assert float(cpu.signals["anomaly_score"]) <= 0.2
+    memory = TracesTool().run(ctx, Hypothesis(id="m", entity="front", fault_kind="memory"))
+    assert 0.2 < float(memory.signals["anomaly_score"]) < 0.8
+    assert "calm spans do not clear it" in memory.summary
+
+
 def test_own_time_is_recorded_as_a_fact_once_the_spans_are_analysed() -> None:
     ctx = context(_source())
     assert "back" not in ctx.record.own_time_z  # no analysis yet: the traces lane is not in use
