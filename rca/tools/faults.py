@@ -31,8 +31,6 @@ FAMILIES_OF_KIND: Mapping[FaultKind, tuple[Family, ...]] = MappingProxyType(
     }
 )
 
-# Which kind a moved family points to, when it is the strongest signal of a suspect. Traffic is not
-# here: a change in load is what a fault does to its callers and callees, never a cause by itself.
 # Families that can show a kind but whose calm cannot clear it: a delay, in the application or on the
 # wire, need not change the bytes an entity sends or receives, so only a latency series can clear a
 # latency fault; network throughput that moves is evidence for one, network throughput that does not
@@ -50,6 +48,8 @@ SHOWN_IN_LOGS: frozenset[FaultKind] = frozenset(
 # (garbage collection), so calm spans do not clear a memory fault.
 SHOWN_IN_SPANS: frozenset[FaultKind] = frozenset(FaultKind) - {FaultKind.MEMORY}
 
+# Which kind a moved family points to, when it is the strongest signal of a suspect. Traffic is not
+# here: a change in load is what a fault does to its callers and callees, never a cause by itself.
 KIND_OF_FAMILY: Mapping[Family, FaultKind] = MappingProxyType(
     {
         Family.CPU: FaultKind.CPU,

@@ -48,15 +48,13 @@ class TracesTool:
         # Spans that never say how they ended cannot show errors: quiet spans do not clear the entity
         # of a fault that only its answers or its logs would show.
         kind = FaultKind(hypothesis.fault_kind)
-        unseen = kind is FaultKind.ERRORS and not analysis.outcomes_recorded
-        if unseen:
+        no_outcomes = kind is FaultKind.ERRORS and not analysis.outcomes_recorded
+        if no_outcomes:
             parts.append("the spans record no outcome, so errors are unseen")
-        elif kind not in SHOWN_IN_SPANS:
-            unseen = True
-            parts.append(
-                f"a {kind.value} fault shows in own time late if at all, so calm spans do not clear it"
-            )
-        score = unrefuted(analysis.score(entity), unseen)
+        late = kind not in SHOWN_IN_SPANS
+        if late:
+            parts.append(f"a {kind.value} fault shows in own time late if at all: calm spans do not clear it")
+        score = unrefuted(analysis.score(entity), no_outcomes or late)
         return ToolResult(
             summary="; ".join(parts),
             signals={"anomaly_score": round(score, 4)},
