@@ -419,13 +419,19 @@ def dominance_for(family: Family) -> float:
 
 
 def origin_score(
-    own: float, noise: float, lead: float, decisive: bool, burst: bool = False, dominance: float = DOMINANCE
+    own: float,
+    noise: float,
+    lead: float,
+    decisive: bool,
+    uncleared: bool = False,
+    dominance: float = DOMINANCE,
 ) -> float:
     """Anomaly score of an own deviation relative to the incident's noise floor.
 
-    Only an entity that did not move refutes (a burst of its own errors, or a new version that never
-    reported, leaves that unknown). One that moved but no more than its peers, that another entity matches
-    (contested), or whose deviation cannot be decisive (see `MetricsTool.run`) stays
+    Only an entity that did not move refutes, and only where its metrics could have shown the fault
+    (`uncleared`: a burst of its own errors, a new version that never reported, or a family whose calm
+    clears nothing leave that unknown). One that moved but no more than its peers, that another entity
+    matches (contested), or whose deviation cannot be decisive (see `MetricsTool.run`) stays
     inconclusive: the metrics cannot tell.
     """
-    return supported(unrefuted(squash(own / noise), own >= KNEE or burst), decisive, lead, dominance)
+    return supported(unrefuted(squash(own / noise), own >= KNEE or uncleared), decisive, lead, dominance)

@@ -67,13 +67,13 @@ class MetricsTool:
         finding = prof.findings[family]
         onset = onset_of(ctx, finding, hypothesis.entity)
         dev = finding.deviation
+        # A calm family that can only support the kind (network throughput for a delay) clears nothing.
+        uncleared = own < KNEE and all(f in SUPPORT_ONLY.get(kind, frozenset()) for f in present)
         # Proof needs a deviation of the entity's own that it held from onset and that accounts for what
         # the alert measured: a view's figures are its caller's record of calls (the fault may sit
         # anywhere behind them); a series that reported nothing before onset has no local reference that
         # it was normal while the symptom was; and a family that explains the alert's only in part (a
         # slow dependency behind an availability alert) is a lead, not proof.
-        # A calm family that can only support the kind (network throughput for a delay) clears nothing.
-        uncleared = own < KNEE and all(f in SUPPORT_ONLY.get(kind, frozenset()) for f in present)
         symptom = alert_symptom(ctx)
         partial = symptom is not None and EXPLAINS[symptom].get(family, 0.0) < 1.0
         span_z = spans_disown(ctx, hypothesis.entity, family)
