@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +23,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 DATA_DIR: Path | None = settings.ROOTLINE_DATA_DIR
 needs_data = pytest.mark.skipif(DATA_DIR is None, reason="no public data folder (ROOTLINE_DATA_DIR)")
 CASE = "rcd/carts-cpu/1"
+REPO = Path(__file__).resolve().parents[3]
 
 
 def run(*args: str) -> str:
@@ -58,6 +62,38 @@ def test_without_a_token_one_is_issued_for_alertmanager(tmp_path: Path) -> None:
         "http://rootline.test/api/v1/webhooks/alertmanager/"
         in (out / "alertmanager" / "alertmanager.yml").read_text()
     )
+
+
+@needs_data
+def test_a_case_replayed_again_gets_a_token_of_its_own(tmp_path: Path) -> None:
+    run(CASE, "--out", str(tmp_path / "first"))
+    run(CASE, "--out", str(tmp_path / "second"))
+    tokens = IntakeToken.objects.order_by("id")
+    assert [t.name for t in tokens] == [f"replay {CASE}", f"replay {CASE} (2)"]
+    second = (tmp_path / "second" / "alertmanager" / "intake-token").read_text()
+    assert hash_token(second) == tokens[1].token_hash
+
+
+@needs_data
+def test_a_database_without_tables_is_named_not_a_stack_trace(tmp_path: Path) -> None:
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'new.db'}"}
+    command = [
+        sys.executable,
+        "manage.py",
+        "replay_case",
+        CASE,
+        "--data",
+        str(DATA_DIR),
+        "--out",
+        str(tmp_path / "o"),
+    ]
+    done = subprocess.run(
+        command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 1
+    assert "cannot issue an intake token" in done.stderr
+    assert "run `manage.py migrate`, or pass --token" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 @needs_data

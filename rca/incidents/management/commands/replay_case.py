@@ -3,7 +3,8 @@
 Writes the case's metrics as OpenMetrics under the conventions real clusters use, backfills a Prometheus
 data dir with promtool, and writes the rule file and both servers' configuration (see
 `rca.telemetry.replay` and docs/live-conventions.md). Without `--token`, an Alertmanager intake token is
-issued for the replay (like `create_intake_token alertmanager`).
+issued for the replay (like `create_intake_token alertmanager`), named `replay CASE_ID`, or `replay CASE_ID
+(2)`, ... when the case was replayed before.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
+from django.db import DatabaseError
 from typing_extensions import override
 
 from rca.incidents.management.commands._cases import CaseCommand, usage_error
+from rca.incidents.models import IntakeToken
 from rca.incidents.tokens import issue_token
 from rca.telemetry.replay.replay import (
     DEFAULT_ALERTMANAGER,
@@ -69,7 +72,12 @@ class Command(CaseCommand):
             raise usage_error(f"--out: {exc}") from None
         token = options["token"]
         if token is None:
-            issued = issue_token(f"replay {case_id}", "alertmanager")
+            try:
+                issued = issue_token(_unused_name(f"replay {case_id}"), "alertmanager")
+            except DatabaseError as exc:  # e.g. a database not migrated yet
+                raise CommandError(
+                    f"cannot issue an intake token ({exc}): run `manage.py migrate`, or pass --token"
+                ) from None
             token = issued.token
             self.stdout.write(f"issued intake token {issued.record.prefix}... for Alertmanager")
         try:
@@ -106,3 +114,14 @@ class Command(CaseCommand):
             "--storage.path=<a folder> --web.listen-address=127.0.0.1:9093 --cluster.listen-address="
         )
         self.stdout.write(f"manifest: {paths['manifest']}")
+
+
+def _unused_name(name: str) -> str:
+    """`name`, or `name (n)` with the first n no intake token is named by (token names are unique)."""
+    taken = set(IntakeToken.objects.filter(name__startswith=name).values_list("name", flat=True))
+    n = 1
+    candidate = name
+    while candidate in taken:
+        n += 1
+        candidate = f"{name} ({n})"
+    return candidate
