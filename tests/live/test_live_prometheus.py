@@ -35,6 +35,7 @@ PAYMENT_PODS = ("payment-6f7d8c9b5d-k2m4p", "payment-6f7d8c9b5d-q9w8e")
 # A second Deployment of the same service (a canary release): its pods reach it by their label only.
 CANARY = "checkout-canary-5f6d7c8b9a-q7w8e"
 NAMESPACE = "shop"
+INVENTORY_PODS = ("inventory-5c4b7d9f8d-a1b2c", "inventory-5c4b7d9f8d-d3e4f")
 BOUNDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 
@@ -118,6 +119,18 @@ def cluster(now: float) -> Exposition:
     write_rollouts(expo, NAMESPACE, [rollout, canary_rollout], 0.0, lambda t: times[times >= t])
     orders = Family("orders_processed", Kind.COUNTER, "orders")
     expo.add(orders, {"service_name": "checkout"}, times, np.full(times.size, 3.0 * STEP))
+    # a Spring Boot service's Micrometer timer with percentiles 0.9 and 0.99 (a summary), as a
+    # ServiceMonitor scrapes it: the second pod's tail rises and a tenth of its requests fail
+    timer = Family("http_server_requests_seconds", Kind.SUMMARY, "timer", quantiles=(0.5, 0.9, 0.99))
+    for n, pod_name in enumerate(INVENTORY_PODS):
+        service = {"namespace": NAMESPACE, "pod": pod_name, "service": "inventory", "job": "inventory"}
+        p90 = np.where(faulty & (n == 1), 0.8, 0.05)
+        tail = np.column_stack([np.full(times.size, np.nan), p90, p90 * 2])  # no median configured
+        calls = np.full(times.size, 4.0 * STEP)
+        failing = np.where(faulty & (n == 1), 0.1, 0.0) * calls
+        ok = (calls - failing, (calls - failing) * 0.03)
+        expo.add_summary(timer, {**service, "status": "200"}, times, tail, ok)
+        expo.add_summary(timer, {**service, "status": "500"}, times, tail, (failing, failing * 0.03))
     return expo
 
 
@@ -182,6 +195,22 @@ def test_http_series_that_name_their_pod_are_read_per_pod(prom: Server, now: flo
     errors = connector(prom).metrics("payment", recent(now), ["error_ratio"])
     late = {s.instance: float(np.median(s.values[s.timestamps > now - FAULT + 120])) for s in errors}
     assert late == {PAYMENT_PODS[0]: 0.0, PAYMENT_PODS[1]: pytest.approx(0.5, abs=0.02)}
+
+
+def test_a_summary_is_read_per_pod_at_the_quantiles_it_exports(prom: Server, now: float) -> None:
+    series = connector(prom).metrics("inventory", recent(now))
+    late = {
+        (s.name, s.instance): float(np.median(s.values[s.timestamps > now - FAULT + 120])) for s in series
+    }
+    first, second = INVENTORY_PODS
+    # each pod's own quantiles (they cannot be pooled), none that the timer does not export
+    assert late[("latency_p90", first)] == pytest.approx(0.05)
+    assert late[("latency_p90", second)] == pytest.approx(0.8)
+    assert late[("latency_p99", second)] == pytest.approx(1.6)
+    assert not any(name == "latency_p50" for name, _ in late)
+    assert late[("requests_per_second", first)] == pytest.approx(4.0, rel=0.05)
+    assert late[("error_ratio", second)] == pytest.approx(0.1, abs=0.01)
+    assert late[("error_ratio", first)] == 0.0
 
 
 def test_pods_map_to_their_workload_and_discovery_puts_conventions_first(prom: Server, now: float) -> None:

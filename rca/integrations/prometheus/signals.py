@@ -1,21 +1,24 @@
 """What a Prometheus metric means to the tools: its type, and the signals (PromQL expressions) read from it.
 
 A counter is read as its per-second rate, a histogram as `histogram_quantile()` over its buckets' rates
-(and the rate of its `_count`), a gauge as it is. Read at the scrape interval, a rate is `irate()`, the
+(and the rate of its `_count`), a summary's quantiles per pod (they are computed in each process and
+cannot be pooled), a gauge as it is. Read at the scrape interval, a rate is `irate()`, the
 rate between the last two scrapes (what the counter did in that interval, as a recorded per-interval
 series holds it); `rate()` over Grafana's `$__rate_interval` (four scrapes) would spread a one-interval
 burst over four points, and a tail quantile of four intervals' pooled buckets is the burst's for all four.
 Read at a coarser step, a rate is `rate()` over the step and a scrape, the step's average. The type comes
 from Prometheus's metadata API and, for a metric it does not describe (backfilled data, federation), from
-the naming convention: `_total` is a counter, `_bucket` / `_count` / `_sum` a histogram.
+the naming convention: `_total` is a counter, `_bucket` / `_count` / `_sum` a histogram (a summary is
+told from a gauge by its metadata only).
 
 Discovery is by relevance: the series of the conventions real clusters use (cAdvisor, kube-state-metrics,
-OpenTelemetry HTTP semantic conventions, the Collector's span-metrics and service-graph connectors) come
-first, under the names of the tools' vocabulary (`latency_p99`, `error_ratio`, `cpu_usage_cores`, ...),
-then every other metric of the entity, derived by its type. Each signal's expression has `{sel}` where the
-entity's label matchers go, `{per}` the rate function and `{rate}` its range; a signal whose series name
-the entity by a label of their own (the service graph's `server`: the calls the entity serves, as its
-callers' spans and its own measured them) has that one matcher there instead.
+OpenTelemetry HTTP semantic conventions or a Micrometer HTTP timer, the Collector's span-metrics and
+service-graph connectors) come first, under the names of the tools' vocabulary (`latency_p99`,
+`error_ratio`, `cpu_usage_cores`, ...), then every other metric of the entity, derived by its type. Each
+signal's expression has `{sel}` where the entity's label matchers go, `{per}` the rate function and
+`{rate}` its range; a signal whose series name the entity by a label of their own (the service graph's
+`server`: the calls the entity serves, as its callers' spans and its own measured them) has that one
+matcher there instead.
 
 A quantile read from a histogram is known only to the bucket it falls in (`histogram_quantile()` places
 it inside by linear interpolation, an assumption rather than a measurement): the same query carries the
@@ -46,6 +49,9 @@ class MetricType(StrEnum):
 HISTOGRAM_SUFFIXES = ("_bucket", "_count", "_sum")
 # Quantiles a histogram is read at: the median and the tail latency SLOs usually name.
 QUANTILES = (0.5, 0.99)
+# Quantiles a summary is read at where it exports them: those a client library's or Micrometer's
+# `percentiles` setting commonly names (a summary carries only the quantiles it was configured with).
+SUMMARY_QUANTILES = (0.5, 0.9, 0.95, 0.99)
 
 
 def type_from_name(name: str) -> MetricType:
@@ -161,6 +167,31 @@ def _http(family: str, prefix: str) -> tuple[Signal, ...]:
     )
 
 
+def _summary_quantile(name: str, family: str, q: float, unit: str) -> Signal:
+    """A quantile a summary exports, per pod: quantiles are computed in each process and cannot be added
+    up, so the highest of a pod's series (one per route, status, ...) stands for it, an upper bound of
+    the pod's own; a summary without the quantile gives no series."""
+    expr = f'max by ({POD}) ({family}{{{{sel}}, quantile="{q:g}"}})'
+    return Signal(name, expr, unit, family)
+
+
+def _micrometer(family: str, prefix: str) -> tuple[Signal, ...]:
+    """A Micrometer HTTP timer published with percentiles (Spring Boot's `http.server.requests`, a summary
+    tagged `status`): its quantiles, request rate and 5xx share, per pod as the quantiles are."""
+    count = f"{family}_count"
+    status = 'status=~"5.."'
+    return (
+        *(
+            _summary_quantile(f"{prefix}latency_{_percentile(q)}", family, q, "s")
+            for q in reversed(SUMMARY_QUANTILES)
+        ),
+        Signal(
+            f"{prefix}error_ratio", _ratio(count, status, POD), "1", count, failures=f"{count}{{{status}}}"
+        ),
+        Signal(f"{prefix}requests_per_second", _rate(count, by=POD), "1/s", count),
+    )
+
+
 def _service_graph(prefix: str) -> tuple[Signal, ...]:
     """The service graph connector's series of the calls an entity serves (`server`), summed over its
     callers: server-side quantiles, failed share, request rate."""
@@ -198,6 +229,8 @@ SPAN_ERROR = 'status_code="STATUS_CODE_ERROR"'  # the span metrics connector's f
 CONVENTIONS: tuple[Signal, ...] = (
     *_http("http_server_request_duration_seconds", ""),
     *_http("http_client_request_duration_seconds", "client_"),
+    *_micrometer("http_server_requests_seconds", ""),
+    *_micrometer("http_client_requests_seconds", "client_"),
     _quantile_signal(
         "span_latency_p99",
         "traces_span_metrics_duration_milliseconds",
@@ -287,6 +320,11 @@ _COVERED = frozenset(
         for suffix in HISTOGRAM_SUFFIXES
     }
     | {
+        f"{fam}{suffix}"
+        for fam in ("http_server_requests_seconds", "http_client_requests_seconds")
+        for suffix in ("", "_count", "_sum", "_max")
+    }
+    | {
         "traces_service_graph_request_failed_total",
         "kube_pod_owner",
         "kube_replicaset_owner",
@@ -312,17 +350,24 @@ def derived(name: str, kind: MetricType) -> tuple[Signal, ...]:
         family = name.removesuffix("_bucket")
         return tuple(_quantile_signal(f"{family}_{_percentile(q)}", family, q, "", name) for q in QUANTILES)
     if kind is MetricType.SUMMARY:
-        return ()  # pre-computed quantiles cannot be aggregated across instances
+        if name.endswith(HISTOGRAM_SUFFIXES):
+            return ()  # `_count` and `_sum` belong to the family read through its quantiles
+        return tuple(_summary_quantile(f"{name}_{_percentile(q)}", name, q, "") for q in SUMMARY_QUANTILES)
     return (Signal(name, f"sum({name}{{{{sel}}}})", "", name),)
 
 
 def signals_for(names: Iterable[str], metadata: Mapping[str, MetricType]) -> list[Signal]:
-    """The entity's signals, by relevance: the conventions whose series it has, then the rest by type."""
+    """The entity's signals, by relevance: the conventions whose series it has, then the rest by type; one
+    signal per name (an entity exporting both an OpenTelemetry histogram and a Micrometer summary of its
+    requests is read through the histogram, which pools its pods)."""
     present = set(names)
     out = [s for s in CONVENTIONS if s.source in present]
     for name in sorted(present - _COVERED):
         out.extend(derived(name, metric_type(name, metadata)))
-    return out
+    unique: dict[str, Signal] = {}
+    for signal in out:
+        unique.setdefault(signal.name, signal)
+    return list(unique.values())
 
 
 def own_matchers(entity: str) -> list[str]:

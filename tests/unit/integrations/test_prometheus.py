@@ -13,6 +13,7 @@ import respx
 
 from rca.integrations.http import BackendError
 from rca.integrations.prometheus.connector import PrometheusConnector, bucket_widths, unit_from_name
+from rca.integrations.prometheus.signals import MetricType, signals_for
 from rca.telemetry.model import TimeWindow
 
 from .recorded import WINDOW, reply
@@ -437,3 +438,34 @@ def test_without_up_the_scrape_interval_comes_from_the_entitys_densest_series(
         routes["probe"].mock(side_effect=instant)
         prom.metric_names("cartservice", WINDOW)
     assert prom.scrape_interval == 15.0  # data remote-written, no `up`: 80 samples in 20 minutes
+
+
+def test_a_summary_is_read_per_pod_and_a_histogram_beside_it_comes_first() -> None:
+    timer = {
+        "http_server_requests_seconds",
+        "http_server_requests_seconds_count",
+        "http_server_requests_seconds_sum",
+    }
+    found = {s.name: s for s in signals_for(timer, {})}
+    assert set(found) == {
+        "latency_p99",
+        "latency_p95",
+        "latency_p90",
+        "latency_p50",
+        "error_ratio",
+        "requests_per_second",
+    }
+    assert found["latency_p90"].expr == 'max by (pod) (http_server_requests_seconds{{sel}, quantile="0.9"})'
+    assert found["requests_per_second"].expr.startswith("sum by (pod)(")  # the volume of each pod's quantiles
+    # an entity exporting the OpenTelemetry histogram too is read through it, one signal per name
+    otel = {"http_server_request_duration_seconds_bucket", "http_server_request_duration_seconds_count"}
+    both = signals_for(timer | otel, {})
+    assert len({s.name for s in both}) == len(both)
+    assert {s.source for s in both if s.name in ("latency_p99", "error_ratio")} == {
+        "http_server_request_duration_seconds_count"
+    }
+    # a summary no convention names, told from a gauge by its metadata
+    gc = signals_for(
+        {"jvm_gc_pause_seconds", "jvm_gc_pause_seconds_count"}, {"jvm_gc_pause_seconds": MetricType.SUMMARY}
+    )
+    assert [s.name for s in gc] == [f"jvm_gc_pause_seconds_p{p}" for p in (50, 90, 95, 99)]
