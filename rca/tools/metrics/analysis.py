@@ -408,6 +408,21 @@ def too_few_for_quantile(name: str, requests: float | None) -> bool:
     return requests * (1.0 - q) < 1.0 or requests < MIN_REQUESTS_FOR_RATES
 
 
+def quantile_volume(values: FloatArray, requests: float | None) -> float | None:
+    """The requests behind one point of a quantile series with `values` (its points in the window),
+    given `requests` per sample of its entity's traffic; None when unknown.
+
+    A quantile over one sample's requests has a value only at the samples that hold a request: with
+    fewer than one request per sample, under Poisson arrivals a share 1 - exp(-requests) of them. A
+    series with values at more samples than that is computed over a window longer than one sample (an
+    exporter's sliding window, as behind a 1-second series of a service serving a request every few
+    seconds), and the requests behind each of its points are unknown."""
+    if requests is None or requests >= 1.0 or not values.size:
+        return requests
+    reported = float(np.isfinite(values).mean())
+    return None if reported > 1.0 - math.exp(-requests) else requests
+
+
 # A resource family (CPU, memory) is taken as it is, with no callee to net out: only its lead over
 # every other entity separates a fault from the incident's background churn, so it needs a clearer one.
 RESOURCE_DOMINANCE = 3.0

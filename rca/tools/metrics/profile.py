@@ -33,6 +33,7 @@ from rca.tools.metrics.analysis import (
     low_volume,
     median_of,
     never_succeeds,
+    quantile_volume,
     requests_per_sample,
     stock_deviation,
     stock_movement,
@@ -143,6 +144,13 @@ def _net_of_pre_onset(
     return replace(dev, z=min(dev.z, dev.excess_over(level, direction))), True
 
 
+def _too_few_requests(ctx: ToolContext, series: MetricSeries, volumes: dict[str | None, float]) -> bool:
+    """Whether a latency quantile series rests on too few requests to say anything (its instance's
+    traffic, else the entity's; see `too_few_for_quantile` and `quantile_volume`)."""
+    volume = volumes.get(series.instance, volumes.get(None))
+    return too_few_for_quantile(series.name, quantile_volume(series.within(ctx.incident).values, volume))
+
+
 def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
     """The entity's metric profile, computed once per investigation."""
     key = f"metrics.profile.{entity}"
@@ -162,8 +170,7 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
         base = baselines.get((series.name, series.instance))
         if kind is None or base is None:
             continue
-        volume = volumes.get(series.instance, volumes.get(None))
-        if kind[0] is Family.LATENCY and too_few_for_quantile(series.name, volume):
+        if kind[0] is Family.LATENCY and _too_few_requests(ctx, series, volumes):
             continue
         if never_succeeds(kind, series.unit, base.values, series.values):
             continue  # a collector that does not measure success

@@ -15,6 +15,7 @@ from rca.tools.metrics.analysis import (
     callers_wait,
     dominance_for,
     never_succeeds,
+    quantile_volume,
     requests_per_sample,
     stock_deviation,
     stock_movement,
@@ -76,6 +77,22 @@ def test_a_quantile_needs_enough_requests_to_be_more_than_the_slowest_one() -> N
     assert too_few_for_quantile("latency_p999", 500.0)
     assert not too_few_for_quantile("latency_mean", 1.0)  # not a quantile
     assert not too_few_for_quantile("latency_p99", None)  # volume unknown: kept
+
+
+def test_a_quantile_reported_at_more_samples_than_hold_a_request_has_an_unknown_volume() -> None:
+    """A service serving 0.8 requests a second, sampled every second: a quantile over each second's
+    requests would be missing at the 45 % of seconds with none (Poisson, e^-0.8). Reported every second,
+    it is an exporter's sliding window over more requests than one second holds."""
+    every_second = np.full(300, 0.004)
+    assert quantile_volume(every_second, 0.8) is None
+    assert not too_few_for_quantile("latency_p50", quantile_volume(every_second, 0.8))
+    # where a second without requests has no value, the quantile is each second's own: too few
+    own = np.where(np.arange(300) % 2 == 0, 0.004, np.nan)
+    assert quantile_volume(own, 0.8) == 0.8
+    assert too_few_for_quantile("latency_p50", quantile_volume(own, 0.8))
+    # a request or more per sample: the volume is what the traffic says
+    assert quantile_volume(every_second, 8.0) == 8.0
+    assert quantile_volume(every_second, None) is None
 
 
 def test_a_success_rate_of_zero_throughout_is_unmeasured() -> None:
