@@ -119,18 +119,21 @@ def cluster(now: float) -> Exposition:
     write_rollouts(expo, NAMESPACE, [rollout, canary_rollout], 0.0, lambda t: times[times >= t])
     orders = Family("orders_processed", Kind.COUNTER, "orders")
     expo.add(orders, {"service_name": "checkout"}, times, np.full(times.size, 3.0 * STEP))
-    # a Spring Boot service's Micrometer timer with percentiles 0.9 and 0.99 (a summary), as a
-    # ServiceMonitor scrapes it: the second pod's tail rises and a tenth of its requests fail
-    timer = Family("http_server_requests_seconds", Kind.SUMMARY, "timer", quantiles=(0.5, 0.9, 0.99))
+    # a Spring Boot service's Micrometer timer with percentiles 0.9 and 0.99 (a summary: its quantiles a
+    # gauge per quantile, its count a running total), as a ServiceMonitor scrapes it: the second pod's
+    # tail rises and a tenth of its requests fail
+    quantile = Family("http_server_requests_seconds", Kind.GAUGE, "timer")
+    count = Family("http_server_requests_seconds_count", Kind.GAUGE, "timer count")
     for n, pod_name in enumerate(INVENTORY_PODS):
         service = {"namespace": NAMESPACE, "pod": pod_name, "service": "inventory", "job": "inventory"}
         p90 = np.where(faulty & (n == 1), 0.8, 0.05)
-        tail = np.column_stack([np.full(times.size, np.nan), p90, p90 * 2])  # no median configured
         calls = np.full(times.size, 4.0 * STEP)
         failing = np.where(faulty & (n == 1), 0.1, 0.0) * calls
-        ok = (calls - failing, (calls - failing) * 0.03)
-        expo.add_summary(timer, {**service, "status": "200"}, times, tail, ok)
-        expo.add_summary(timer, {**service, "status": "500"}, times, tail, (failing, failing * 0.03))
+        for status, served in (("200", calls - failing), ("500", failing)):
+            labels = {**service, "status": status}
+            for q, value in (("0.9", p90), ("0.99", p90 * 2)):
+                expo.add(quantile, {**labels, "quantile": q}, times, value)
+            expo.add(count, labels, times, np.cumsum(served))
     return expo
 
 

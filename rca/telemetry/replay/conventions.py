@@ -10,15 +10,12 @@ The recorded loaders name every series in one shared vocabulary (`cpu`, `memory`
   change history as the ReplicaSets its rollouts created, `kube_replicaset_created` (`write_rollouts`);
 - OpenTelemetry HTTP semantic conventions: `http_server_request_duration_seconds` and
   `http_client_request_duration_seconds` histograms with `service_name`, `http_response_status_code`;
-- where a recording keeps latency quantiles above the median only (a pod's p90 / p95 / p99), the summary a
-  Micrometer timer with those percentiles exports (`http_server_requests_seconds`,
-  `http_client_requests_seconds`): a histogram would have to invent the distribution below them;
 - the OpenTelemetry Collector service graph connector for service-level call edges:
   `traces_service_graph_request_total`, `..._failed_total`, `..._server_seconds`, `..._client_seconds`.
 
 `docs/live-conventions.md` holds the table (recorded name -> series, labels, how the value is made); the
 constants below are its source. Counters are built by integrating the recorded rates over each scrape
-interval; latency histograms by `histograms.bucket_shares`, summaries from the recorded quantiles as they are.
+interval; latency histograms by `histograms.bucket_shares`.
 """
 
 from __future__ import annotations
@@ -83,24 +80,6 @@ HTTP_CLIENT = Family(
     "Duration of HTTP client requests.",
     "seconds",
     HTTP_DURATION_BOUNDS,
-)
-# Micrometer's HTTP timers (Spring Boot's `http.server.requests` / `http.client.requests`) published with
-# percentiles: a summary per tag set, its quantiles computed in the process. The quantiles are those a
-# `percentiles` setting commonly names; a recording's are written, the others left out.
-SUMMARY_QUANTILES = (0.5, 0.9, 0.95, 0.99)
-MICROMETER_SERVER = Family(
-    "http_server_requests_seconds",
-    Kind.SUMMARY,
-    "Duration of HTTP server request handling.",
-    "seconds",
-    quantiles=SUMMARY_QUANTILES,
-)
-MICROMETER_CLIENT = Family(
-    "http_client_requests_seconds",
-    Kind.SUMMARY,
-    "Timer of HTTP client requests.",
-    "seconds",
-    quantiles=SUMMARY_QUANTILES,
 )
 GRAPH_REQUESTS = Family(
     "traces_service_graph_request", Kind.COUNTER, "Total count of requests between two nodes."
@@ -267,13 +246,6 @@ class Measure:
         """Whether any latency quantile or mean was recorded."""
         return bool(self.quantile_fields) or "mean" in self.columns
 
-    @property
-    def tail_only(self) -> bool:
-        """Whether the recorded latency is quantiles above the median and nothing else (no mean): a
-        histogram would invent the body of the distribution, which a live median would then read."""
-        found = self.quantile_fields
-        return bool(found) and min(found) > 0.5 and "mean" not in self.columns
-
 
 def _measure_key(
     base: str, entity: str, caller: str | None, callee: str | None
@@ -327,8 +299,6 @@ class Traffic:
     shares: FloatArray | None  # (T, buckets + 1) or None without latency
     mean: FloatArray | None
     has_errors: bool
-    quantiles: dict[float, FloatArray] = field(default_factory=dict)  # the recorded ones, by probability
-    counted: bool = True  # the volume or the success share was recorded (else `count` is nominal)
 
 
 def traffic(m: Measure, bounds: tuple[float, ...], step: float, rate: pd.Series | None = None) -> Traffic:
@@ -344,12 +314,11 @@ def traffic(m: Measure, bounds: tuple[float, ...], step: float, rate: pd.Series 
     count = np.clip(per_second, 0.0, None) * step
     ok = frame["ok"].ffill().fillna(1.0).to_numpy(dtype=np.float64) if "ok" in frame else np.ones(times.shape)
     shares = mean = None
-    quantiles = {p: frame[c].to_numpy(dtype=np.float64) for p, c in m.quantile_fields.items()}
     if m.has_latency:
+        quantiles = {p: frame[c].to_numpy(dtype=np.float64) for p, c in m.quantile_fields.items()}
         recorded_mean = frame["mean"].to_numpy(dtype=np.float64) if "mean" in frame else None
         shares, mean = bucket_shares(bounds, quantiles, recorded_mean)
-    counted = "rate" in frame or rate is not None or "ok" in frame
-    return Traffic(times, count, ok, shares, mean, bool(np.any(ok < 1.0)), quantiles, counted)
+    return Traffic(times, count, ok, shares, mean, bool(np.any(ok < 1.0)))
 
 
 def write_histogram(
@@ -366,37 +335,6 @@ def write_histogram(
         n = t.count * share
         extra = {status_label: code} if status_label else {}
         expo.add_histogram(family, {**labels, **extra}, t.times, t.shares * n[:, None], n * t.mean)
-    return True
-
-
-def write_summary(
-    expo: Exposition, family: Family, labels: Mapping[str, str], t: Traffic, *, status_label: str
-) -> bool:
-    """Add a measure's requests to a latency summary, split by status code as Micrometer tags them (each
-    status's series carries the measure's quantiles: the recording does not split latency by outcome);
-    False (nothing written) when the measure has no latency. `_sum` is the count times the mean of the
-    distribution through the recorded quantiles (`histograms`), an estimate no signal reads. Where the
-    recording holds neither a volume nor a success share, the summary has no `_count` or `_sum`: unlike a
-    histogram's buckets, its quantiles need no count, and a nominal one would pass for a measured volume
-    (the live path weighs a quantile by the requests behind it)."""
-    if t.mean is None or not t.quantiles:
-        return False
-    known = np.column_stack([t.quantiles.get(q, np.full(t.times.shape, np.nan)) for q in family.quantiles])
-    if not t.counted:
-        expo.add_summary(
-            family, {**labels, status_label: OK_STATUS, "outcome": "SUCCESS"}, t.times, known, None
-        )
-        return True
-    split = [(OK_STATUS, "SUCCESS", t.ok), (ERROR_STATUS, "SERVER_ERROR", 1.0 - t.ok)]
-    for code, outcome, share in split:
-        if code == ERROR_STATUS and not t.has_errors:
-            continue
-        n = t.count * share
-        # a status no request had in an interval has no quantile there (a client library's summary
-        # reports NaN for it; the sample is left out)
-        values = np.where((n > 0.0)[:, None], known, np.nan)
-        labelled = {**labels, status_label: code, "outcome": outcome}
-        expo.add_summary(family, labelled, t.times, values, (n, n * t.mean))
     return True
 
 
@@ -550,14 +488,6 @@ class ClusterWriter:
             self.expo.add(REPLICASET_LABELS, {**of_rs, "label_app": entity}, times, np.ones(times.shape))
 
     # requests -------------------------------------------------------------------------------------------
-    def _micrometer(self, entity: str, instance: str | None) -> dict[str, str]:
-        """Labels of a Micrometer meter as the Prometheus operator's ServiceMonitor scrapes it: the pod's,
-        its container, and the Kubernetes Service's name as `service` and `job`."""
-        labels = {"namespace": self.namespace, "container": entity, "service": entity, "job": entity}
-        if instance is not None:
-            labels["pod"] = Pod.of(self.namespace, entity, instance).name
-        return labels
-
     def _otel(self, entity: str, instance: str | None) -> dict[str, str]:
         """Labels of an OpenTelemetry SDK's metric as Prometheus receives it (job / instance from the
         resource; the k8sattributes processor's pod attributes)."""
@@ -590,29 +520,17 @@ class ClusterWriter:
             rate = None
             if m.instance is None and m.entity in pod_rates:
                 rate = pd.concat(pod_rates[m.entity], axis=1).sum(axis=1, min_count=1)
-            self._measure(m, rate)
-        for edge in edges.values():
-            self._edge(edge)
-
-    def _measure(self, m: Measure, rate: pd.Series | None) -> None:
-        """One entity's (or pod's) requests: a summary where only the tail was recorded, else a histogram."""
-        t = traffic(m, HTTP_DURATION_BOUNDS, self.step, rate)
-        if m.tail_only:
-            family = MICROMETER_SERVER if m.side == "server" else MICROMETER_CLIENT
-            labels = self._micrometer(m.entity, m.instance)
-            if m.side == "client" and m.peer is not None:
-                labels["client_name"] = m.peer
-            written = write_summary(self.expo, family, labels, t, status_label="status")
-        else:
+            t = traffic(m, HTTP_DURATION_BOUNDS, self.step, rate)
             family = HTTP_SERVER if m.side == "server" else HTTP_CLIENT
             labels = self._otel(m.entity, m.instance)
             if m.side == "client" and m.peer is not None:
                 labels["server_address"] = m.peer
-            written = write_histogram(self.expo, family, labels, t, status_label="http_response_status_code")
-        if written:
-            self._note(m, family, m.sources)
-            if rate is not None:
-                self.written["requests"].add(family.name)
+            if write_histogram(self.expo, family, labels, t, status_label="http_response_status_code"):
+                self._note(m, family, m.sources)
+                if rate is not None:
+                    self.written["requests"].add(family.name)
+        for edge in edges.values():
+            self._edge(edge)
 
     def _edge(self, edge: Edge) -> None:
         labels = {"client": edge.client, "server": edge.server}

@@ -1,11 +1,10 @@
-"""A timestamped OpenMetrics exposition: counters, gauges, histograms and summaries gathered point by
-point, then written as the text `promtool tsdb create-blocks-from openmetrics` backfills.
+"""A timestamped OpenMetrics exposition: counters, gauges and histograms gathered point by point, then
+written as the text `promtool tsdb create-blocks-from openmetrics` backfills.
 
 Counters are gathered as *increments* at scrape times and written cumulatively, so they are monotone by
 construction; several sources may add to one counter (their increments at one time add up). Gauges keep the
-last value given for a time, and so do a summary's quantiles (its `_count` and `_sum` are counters). Times
-are snapped by the caller to a scrape grid, so every series of a grid has its samples at the same instants,
-as a real scrape would give.
+last value given for a time. Times are snapped by the caller to a scrape grid, so every series of a grid
+has its samples at the same instants, as a real scrape would give.
 
 Written by hand rather than through `prometheus_client`'s exposition: that builds one sample object per
 point and the whole text in memory (about 5 s per 360,000 points here), while a replayed day holds millions
@@ -32,7 +31,6 @@ class Kind(StrEnum):
     COUNTER = "counter"
     GAUGE = "gauge"
     HISTOGRAM = "histogram"
-    SUMMARY = "summary"
 
 
 @dataclass(frozen=True)
@@ -44,27 +42,12 @@ class Family:
     help: str
     unit: str = ""  # OpenMetrics requires the name to end with `_<unit>` when a unit is given
     bounds: tuple[float, ...] = ()  # histogram bucket upper bounds, ascending, without +Inf
-    quantiles: tuple[float, ...] = ()  # a summary's quantiles, ascending
 
     def __post_init__(self) -> None:
         if self.unit and not self.name.endswith("_" + self.unit):
             raise ValueError(f"{self.name}: a family with unit {self.unit} must end with _{self.unit}")
         if self.kind is Kind.HISTOGRAM and list(self.bounds) != sorted(set(self.bounds)):
             raise ValueError(f"{self.name}: bucket bounds must be strictly ascending")
-        if self.kind is Kind.SUMMARY and (
-            not self.quantiles or list(self.quantiles) != sorted(set(self.quantiles))
-        ):
-            raise ValueError(f"{self.name}: a summary's quantiles must be given, strictly ascending")
-
-    @property
-    def columns(self) -> int:
-        """Values per sample time: one for a counter or gauge, a histogram's buckets (+Inf included) and
-        `_sum`, a summary's quantiles, `_count` and `_sum`."""
-        if self.kind is Kind.HISTOGRAM:
-            return len(self.bounds) + 2
-        if self.kind is Kind.SUMMARY:
-            return len(self.quantiles) + 2
-        return 1
 
 
 def labels_of(mapping: Mapping[str, str]) -> Labels:
@@ -75,7 +58,7 @@ def labels_of(mapping: Mapping[str, str]) -> Labels:
 @dataclass
 class _Series:
     times: list[npt.NDArray[np.int64]] = field(default_factory=list)  # milliseconds
-    values: list[FloatArray] = field(default_factory=list)  # counters/gauges: (n,); else (n, columns)
+    values: list[FloatArray] = field(default_factory=list)  # counters/gauges: (n,); histograms: (n, B+2)
 
 
 class Exposition:
@@ -93,8 +76,8 @@ class Exposition:
 
     def add(self, family: Family, labels: Mapping[str, str], times: FloatArray, values: FloatArray) -> None:
         """Counter increments or gauge values of one series at `times` (unix seconds); NaNs are skipped."""
-        if family.kind in (Kind.HISTOGRAM, Kind.SUMMARY):
-            raise TypeError(f"{family.name} is a {family.kind.value}: use add_{family.kind.value}")
+        if family.kind is Kind.HISTOGRAM:
+            raise TypeError(f"{family.name} is a histogram: use add_histogram")
         keep = np.isfinite(values) & np.isfinite(times)
         kept = np.asarray(values[keep], dtype=np.float64)
         if family.kind is Kind.COUNTER:
@@ -125,48 +108,15 @@ class Exposition:
         slot.times.append(_millis(times[keep]))
         slot.values.append(np.column_stack([per_bucket, np.clip(sum_increments[keep], 0.0, None)]))
 
-    def add_summary(
-        self,
-        family: Family,
-        labels: Mapping[str, str],
-        times: FloatArray,
-        quantiles: FloatArray,
-        counts: tuple[FloatArray, FloatArray] | None,
-    ) -> None:
-        """One summary series: per time, the value of each of the family's quantiles (NaN where unknown:
-        that quantile's sample is left out, as a client library leaves out one it has no observation
-        for) and the increments of `_count` and `_sum` (`counts`; None: the series has neither, which
-        OpenMetrics allows, and a volume nobody measured is not made up)."""
-        if family.kind is not Kind.SUMMARY:
-            raise TypeError(f"{family.name} is not a summary")
-        if quantiles.ndim != 2 or quantiles.shape[1] != len(family.quantiles):
-            raise ValueError(f"{family.name}: expected {len(family.quantiles)} quantile columns")
-        keep = np.isfinite(times)
-        if counts is None:
-            totals = np.full((int(keep.sum()), 2), np.nan)
-        else:
-            keep &= np.isfinite(counts[0]) & np.isfinite(counts[1])
-            totals = np.clip(np.column_stack([counts[0][keep], counts[1][keep]]), 0.0, None)
-        slot = self._slot(family, labels)
-        slot.times.append(_millis(times[keep]))
-        slot.values.append(np.column_stack([quantiles[keep], totals]))
-
     def families(self) -> list[Family]:
         """The families gathered so far, by name."""
         return [self._families[n] for n in sorted(self._families)]
 
     def series_count(self) -> dict[str, int]:
-        """Number of Prometheus series per family (a histogram counts each bucket, `_count` and `_sum`, a
-        summary each quantile, `_count` and `_sum` it has a value of)."""
+        """Number of Prometheus series per family (a histogram counts each bucket, `_count` and `_sum`)."""
         out = {}
         for name, family in self._families.items():
-            if family.kind is Kind.SUMMARY:
-                out[name] = sum(
-                    int(np.isfinite(np.vstack(slot.values)).any(axis=0).sum())
-                    for slot in self._series[name].values()
-                )
-                continue
-            per = family.columns + 1 if family.kind is Kind.HISTOGRAM else family.columns
+            per = len(family.bounds) + 3 if family.kind is Kind.HISTOGRAM else 1
             out[name] = per * len(self._series[name])
         return dict(sorted(out.items()))
 
@@ -219,28 +169,21 @@ def _millis(times: FloatArray) -> npt.NDArray[np.int64]:
 
 
 def _collapse(family: Family, slot: _Series) -> tuple[npt.NDArray[np.int64], FloatArray]:
-    """One value (row) per time: counters and histograms summed and accumulated, gauges the last given; a
-    summary's quantiles the last given, its `_count` and `_sum` summed and accumulated."""
+    """One value (row) per time: counters and histograms summed and accumulated, gauges the last given."""
     times = np.concatenate(slot.times) if slot.times else np.zeros(0, dtype=np.int64)
-    if family.kind in (Kind.HISTOGRAM, Kind.SUMMARY):
-        values = np.vstack(slot.values) if slot.values else np.zeros((0, family.columns))
+    if family.kind is Kind.HISTOGRAM:
+        values = np.vstack(slot.values) if slot.values else np.zeros((0, len(family.bounds) + 2))
     else:
         values = np.concatenate(slot.values) if slot.values else np.zeros(0)
-    # the last value given for a time: reverse, then take the first occurrence of each time
-    uniq, first = np.unique(times[::-1], return_index=True)
-    last = values[::-1][first]
     if family.kind is Kind.GAUGE:
-        return uniq, last
+        # the last value given for a time wins: reverse, then take the first occurrence of each time
+        rev_times = times[::-1]
+        uniq, first = np.unique(rev_times, return_index=True)
+        return uniq, values[::-1][first]
     uniq, inverse = np.unique(times, return_inverse=True)
     summed = np.zeros((uniq.size, *values.shape[1:]))
-    # (a summary's quantile columns are summed too, then replaced by the last given; a summary without
-    # counts keeps NaN there, and its `_count` and `_sum` are not written)
     np.add.at(summed, inverse, values)
-    accumulated = np.cumsum(summed, axis=0)
-    if family.kind is Kind.SUMMARY:
-        gauges = len(family.quantiles)
-        accumulated[:, :gauges] = last[:, :gauges]
-    return uniq, accumulated
+    return uniq, np.cumsum(summed, axis=0)
 
 
 def _escape_help(text: str) -> str:
@@ -266,8 +209,6 @@ def _write_series(
     out: TextIO, family: Family, labels: Labels, times: npt.NDArray[np.int64], values: FloatArray
 ) -> int:
     stamps = [f"{t // 1000}.{t % 1000:03d}" for t in times.tolist()]
-    if family.kind is Kind.SUMMARY:
-        return _write_summary(out, family, labels, stamps, values)
     if family.kind is not Kind.HISTOGRAM:
         suffix = "_total" if family.kind is Kind.COUNTER else ""
         head = f"{family.name}{suffix}{{{_label_text(labels)}}} "
@@ -287,24 +228,3 @@ def _write_series(
         out.writelines(f"{h}{v:.12g} {stamp}\n" for h, v in zip(heads, row, strict=True))
         out.write(f"{count_head}{row[-1]:.12g} {stamp}\n{sum_head}{total_sum:.12g} {stamp}\n")
     return len(stamps) * (len(heads) + 2)
-
-
-def _write_summary(out: TextIO, family: Family, labels: Labels, stamps: list[str], values: FloatArray) -> int:
-    """Per time: each known quantile, then `_count` (whole, as for a histogram) and `_sum` where known."""
-    heads = [
-        f"{family.name}{{{_label_text(sorted([*labels, ('quantile', float_text(q))]))}}} "
-        for q in family.quantiles
-    ]
-    count_head = f"{family.name}_count{{{_label_text(labels)}}} "
-    sum_head = f"{family.name}_sum{{{_label_text(labels)}}} "
-    gauges = len(family.quantiles)
-    samples = 0
-    for row, stamp in zip(values.tolist(), stamps, strict=True):
-        known = [(h, v) for h, v in zip(heads, row[:gauges], strict=True) if np.isfinite(v)]
-        out.writelines(f"{h}{v:.12g} {stamp}\n" for h, v in known)
-        samples += len(known)
-        if np.isfinite(row[gauges]):
-            count, total = round(row[gauges]), row[gauges + 1]
-            out.write(f"{count_head}{count:.12g} {stamp}\n{sum_head}{total:.12g} {stamp}\n")
-            samples += 2
-    return samples

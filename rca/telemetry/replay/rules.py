@@ -4,10 +4,8 @@ Alertmanager's configuration.
 The entry service (the alert entity of the recorded case, what users call) is watched as a live cluster
 would watch it, through every request source its replay holds for it:
 
-- its HTTP server requests (`http_server_request_duration_seconds`, or where the replay wrote a summary,
-  `http_server_requests_seconds`): error ratio (5xx share) and p99;
-- its own HTTP client calls (`http_client_request_duration_seconds`, or `http_client_requests_seconds`):
-  error ratio and p99;
+- its HTTP server requests (`http_server_request_duration_seconds`): error ratio (5xx share) and p99;
+- its own HTTP client calls (`http_client_request_duration_seconds`): error ratio and p99;
 - its calls in the service graph (`traces_service_graph_request_*{client=...}`): failed share and p99;
 
 and, only when it has none of these (RCD's front end records CPU and memory only), its containers'
@@ -53,10 +51,8 @@ from rca.telemetry.replay.conventions import (
     HTTP_CLIENT,
     HTTP_SERVER,
     MEMORY_WORKING_SET,
-    MICROMETER_CLIENT,
-    MICROMETER_SERVER,
 )
-from rca.telemetry.replay.openmetrics import Exposition, Family, Kind
+from rca.telemetry.replay.openmetrics import Exposition
 from rca.telemetry.replay.timeline import (
     BASELINE_SPAN,
     EVALUATION_INTERVAL,
@@ -117,43 +113,29 @@ def _pair(alert: str, latency: str, errors: str | None, entry: str, what: str) -
     return out
 
 
-def _requests_pair(
-    expo: Exposition, family: Family, alert: str, entry: str, what: str, w: str
-) -> list[Signal]:
-    """Error ratio and p99 of the entry's HTTP requests: an OpenTelemetry histogram's p99 is pooled over
-    its pods' buckets; a Micrometer summary's quantiles are each pod's own and cannot be pooled, so its
-    p99 is the highest pod's, averaged over the window the histogram's rates pool (unsmoothed, one pod's
-    minute-by-minute p99 held since an earlier spike and placed a replayed TrainTicket incident on it)."""
-    histogram = family.kind is Kind.HISTOGRAM
-    label, status = ("service_name", "http_response_status_code") if histogram else ("service", "status")
-    sel = f"{label}={quote(entry)}"
-    if histogram:
-        latency = f"histogram_quantile(0.99, sum by ({label}, le) (rate({family.name}_bucket{{{sel}}}[{w}])))"
-    else:
-        latency = f'max by ({label}) (avg_over_time({family.name}{{{sel}, quantile="0.99"}}[{w}]))'
-    errors = None
-    if expo.has_series(family, **{label: entry, status: ERROR_STATUS}):
-        failed = f'{sel}, {status}=~"5.."'
-        errors = (
-            f"sum by ({label}) (rate({family.name}_count{{{failed}}}[{w}])) "
-            f"/ sum by ({label}) (rate({family.name}_count{{{sel}}}[{w}]))"
-        )
-    return _pair(alert, latency, errors, entry, what)
-
-
 def signals(expo: Exposition, entry: str, namespace: str, window: float) -> list[Signal]:
     """The entry service's signals from every request source its replay holds, or its containers' when it
     holds none (see module docstring)."""
     w = duration_text(window)
     out: list[Signal] = []
-    for family, summary, alert, what in (
-        (HTTP_SERVER, MICROMETER_SERVER, "", "the requests it serves"),
-        (HTTP_CLIENT, MICROMETER_CLIENT, "Client", "its requests"),
+    for family, alert, what in (
+        (HTTP_SERVER, "", "the requests it serves"),
+        (HTTP_CLIENT, "Client", "its requests"),
     ):
-        if expo.has_series(family, service_name=entry):
-            out.extend(_requests_pair(expo, family, alert, entry, what, w))
-        elif expo.has_series(summary, service=entry):
-            out.extend(_requests_pair(expo, summary, alert, entry, what, w))
+        if not expo.has_series(family, service_name=entry):
+            continue
+        sel = f"service_name={quote(entry)}"
+        latency = (
+            f"histogram_quantile(0.99, sum by (service_name, le) (rate({family.name}_bucket{{{sel}}}[{w}])))"
+        )
+        errors = None
+        if expo.has_series(family, service_name=entry, http_response_status_code=ERROR_STATUS):
+            failed = f'{sel}, http_response_status_code=~"5.."'
+            errors = (
+                f"sum by (service_name) (rate({family.name}_count{{{failed}}}[{w}])) "
+                f"/ sum by (service_name) (rate({family.name}_count{{{sel}}}[{w}]))"
+            )
+        out.extend(_pair(alert, latency, errors, entry, what))
     if expo.has_series(GRAPH_REQUESTS, client=entry):
         sel = f"client={quote(entry)}"
         latency = (

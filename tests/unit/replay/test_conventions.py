@@ -18,7 +18,7 @@ from rca.telemetry.replay.conventions import (
     write_rollouts,
     write_scrape_health,
 )
-from rca.telemetry.replay.openmetrics import Exposition, Family, Kind
+from rca.telemetry.replay.openmetrics import Exposition
 from tests.unit.replay.omtext import Sample, select, values, written
 
 STEP = 60.0
@@ -149,71 +149,14 @@ def test_service_level_requests_become_an_http_server_histogram_with_status_code
 
 
 def test_without_a_volume_requests_are_counted_at_the_nominal_rate() -> None:
-    writer, out = cluster(placed("api", "latency_p50", "s", [0.1, 0.1], "api-5f6585d649-fnmft"))
+    writer, out = cluster(placed("api", "latency_p90", "s", [0.1, 0.1], "api-5f6585d649-fnmft"))
     counts = values(
         out, "http_server_request_duration_seconds_count", service_name="api", http_response_status_code="200"
     )
     assert counts == [60.0, 120.0]
     (sample,) = select(out, "http_server_request_duration_seconds_count")[:1]
     assert sample.labels["k8s_pod_name"] == sample.labels["instance"] == "api-5f6585d649-fnmft"
-    assert writer.written["latency_p50"] == {"http_server_request_duration_seconds"}
-
-
-def test_a_tail_recorded_without_its_median_becomes_a_summary_of_exactly_those_quantiles() -> None:
-    """A histogram through a p90 / p99 would have to make up the requests below the p90 (a live median
-    would read them); the summary a Micrometer timer exports holds the recorded quantiles and no other."""
-    writer, out = cluster(
-        placed("api", "latency_p90", "s", [0.1, 0.3], POD),
-        placed("api", "latency_p99", "s", [0.2, 0.9], POD),
-        placed("api", "requests", "req/s", [2.0, 1.0], POD),
-        placed("api", "success_rate", "%", [100.0, 50.0], POD),
-    )
-    assert not select(out, "http_server_request_duration_seconds_count")
-    ok = {"pod": POD, "service": "api", "job": "api", "status": "200", "outcome": "SUCCESS"}
-    assert values(out, "http_server_requests_seconds", quantile="0.9", **ok) == [0.1, 0.3]
-    assert values(out, "http_server_requests_seconds", quantile="0.99", **ok) == [0.2, 0.9]
-    assert not select(out, "http_server_requests_seconds", quantile="0.5")  # never recorded: not written
-    assert values(out, "http_server_requests_seconds_count", **ok) == [120.0, 150.0]
-    failed = {"pod": POD, "status": "500", "outcome": "SERVER_ERROR"}
-    assert values(out, "http_server_requests_seconds_count", **failed) == [0.0, 30.0]
-    # no failed request in the first interval: no quantile of failed requests there
-    assert values(out, "http_server_requests_seconds", quantile="0.99", **failed) == [0.9]
-    assert writer.written["latency_p90"] == {"http_server_requests_seconds"}
-
-
-def test_a_summary_without_a_recorded_volume_has_no_count_to_pass_for_one() -> None:
-    """A pod's client-side p90 / p99 with no volume: a histogram needs a count for its buckets (a nominal
-    one), a summary's quantiles need none, and a made-up count would read live as the pod's traffic."""
-    _, out = cluster(
-        placed("api", "client_latency_p90", "s", [0.1, 0.3], POD),
-        placed("api", "client_latency_p99", "s", [0.2, 0.9], POD),
-    )
-    assert values(out, "http_client_requests_seconds", quantile="0.9", pod=POD, status="200") == [0.1, 0.3]
-    assert not select(out, "http_client_requests_seconds_count")
-    assert not select(out, "http_client_requests_seconds_sum")
-
-
-def test_a_summary_keeps_its_quantiles_as_given_and_accumulates_its_count_and_sum() -> None:
-    family = Family("t_seconds", Kind.SUMMARY, "t", "seconds", quantiles=(0.5, 0.9))
-    expo = Exposition()
-    times = np.array([0.0, 60.0, 120.0])
-    quantiles = np.array([[0.1, 0.2], [np.nan, 0.4], [0.3, 0.5]])
-    counts = (np.array([10.0, 5.5, 0.0]), np.array([1.0, 1.0, 0.0]))
-    expo.add_summary(family, {"a": "b"}, times, quantiles, counts)
-    expo.add_summary(family, {"a": "uncounted"}, times, quantiles, None)
-    out = written(expo)
-    assert values(out, "t_seconds", quantile="0.5", a="b") == [0.1, 0.3]  # the unknown one left out
-    assert values(out, "t_seconds", quantile="0.9", a="b") == [0.2, 0.4, 0.5]
-    assert values(out, "t_seconds_count") == [10.0, 16.0, 16.0]  # whole, cumulative
-    assert values(out, "t_seconds_sum") == [1.0, 2.0, 2.0]
-    # without counts: the quantiles alone
-    assert values(out, "t_seconds", quantile="0.9", a="uncounted") == [0.2, 0.4, 0.5]
-    assert not select(out, "t_seconds_count", a="uncounted")
-    assert expo.series_count() == {"t_seconds": 6}
-    with pytest.raises(ValueError, match="quantiles"):
-        Family("u_seconds", Kind.SUMMARY, "u", "seconds", quantiles=(0.9, 0.5))
-    with pytest.raises(TypeError, match="add_summary"):
-        expo.add(family, {}, times, times)
+    assert writer.written["latency_p90"] == {"http_server_request_duration_seconds"}
 
 
 def test_service_level_edges_become_the_service_graph() -> None:
