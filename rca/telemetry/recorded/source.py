@@ -33,6 +33,7 @@ from rca.telemetry.model import (
 
 # Column layout of the normalised frames that log / span loaders return.
 LOG_COLUMNS = ("time", "entity", "instance", "severity", "body", "trace_id", "span_id")
+LOG_TABLE_COLUMNS = ("time", "entity", "severity", "body", "trace_id", "span_id")  # `log_table`'s
 SPAN_COLUMNS = (
     "trace_id",
     "span_id",
@@ -172,7 +173,7 @@ class RecordedSource:
     # The last log frame queried and its rows by entity: a tool asks for every entity's lines in one
     # window in turn, and the loaders hand back the same (cached) frame each time, so the frame is
     # split by entity once rather than scanned once per entity.
-    _log_rows: tuple[pd.DataFrame, dict[str, npt.NDArray[np.intp]]] | None = field(
+    _log_rows_of: tuple[pd.DataFrame, dict[str, npt.NDArray[np.intp]]] | None = field(
         default=None, init=False, repr=False
     )
 
@@ -238,28 +239,34 @@ class RecordedSource:
                     out.append(part)
         return out
 
-    def logs(
-        self, entity: str, window: TimeWindow, pattern: str | None = None, limit: int = 10_000
-    ) -> list[LogRecord]:
-        """Log records of `entity` inside `window`, optionally filtered by regex `pattern`."""
+    def _log_rows(self, entity: str, window: TimeWindow, pattern: str | None, limit: int) -> pd.DataFrame:
+        """The log rows `logs` returns, as a frame (`LOG_COLUMNS`), in its order."""
         if self.log_loader is None:
-            return []
+            return empty_frame(LOG_COLUMNS)
         frame = self.log_loader(window)
         if frame.empty:
-            return []
-        cached = self._log_rows
+            return empty_frame(LOG_COLUMNS)
+        cached = self._log_rows_of
         if cached is None or cached[0] is not frame:
             groups = frame.groupby("entity", sort=False).indices
             cached = (frame, {str(e): np.asarray(at, dtype=np.intp) for e, at in groups.items()})
-            self._log_rows = cached
+            self._log_rows_of = cached
         rows = cached[1].get(entity)
         if rows is None:
-            return []
+            return empty_frame(LOG_COLUMNS)
         sel = frame.take(rows)
         sel = sel[(sel["time"] >= window.start) & (sel["time"] < window.end)]
         if pattern is not None:
             sel = sel[sel["body"].str.contains(re.compile(pattern), na=False)]
-        sel = sel.sort_values("time", kind="stable").head(limit)
+        return sel.sort_values("time", kind="stable").head(limit)
+
+    def logs(
+        self, entity: str, window: TimeWindow, pattern: str | None = None, limit: int = 10_000
+    ) -> list[LogRecord]:
+        """Log records of `entity` inside `window`, optionally filtered by regex `pattern`."""
+        sel = self._log_rows(entity, window, pattern, limit)
+        if sel.empty:
+            return []
         optional = {c: _optional(sel[c].tolist()) for c in ("instance", "trace_id", "span_id")}
         return [
             LogRecord(
@@ -277,6 +284,24 @@ class RecordedSource:
                 strict=True,
             )
         ]
+
+    def log_table(self, entities: Sequence[str], window: TimeWindow, limit: int = 10_000) -> pd.DataFrame:
+        """The fields of the records `logs` returns for each of `entities` in turn, as one frame (time,
+        entity, severity, body, trace_id, span_id; missing ids None): no object per line."""
+        parts = [p for p in (self._log_rows(e, window, None, limit) for e in entities) if not p.empty]
+        if not parts:
+            return empty_frame(LOG_TABLE_COLUMNS)
+        sel = pd.concat(parts)
+        return pd.DataFrame(
+            {
+                "time": sel["time"].to_numpy(dtype=np.float64),
+                "entity": sel["entity"].astype(str).tolist(),
+                "severity": sel["severity"].astype(str).tolist(),
+                "body": sel["body"].astype(str).tolist(),
+                "trace_id": _optional(sel["trace_id"].tolist()),
+                "span_id": _optional(sel["span_id"].tolist()),
+            }
+        )
 
     def spans(self, window: TimeWindow, entity: str | None = None, limit: int = 200_000) -> list[Span]:
         """Spans starting inside `window`; with `entity`, every span of the traces that touch it."""

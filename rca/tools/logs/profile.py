@@ -4,6 +4,7 @@ anchor their statement pairs) and analysed (cached)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 import pandas as pd
 
@@ -18,8 +19,34 @@ MAX_LINES = 200_000  # per entity and query: far above a few minutes of any serv
 _COLUMNS = ["time", "entity", "severity", "body", "trace_id", "unit"]
 
 
+@runtime_checkable
+class LogTable(Protocol):
+    """A source that hands over the fields of the log records `logs` would list, entity after entity,
+    as one frame (a recording read from files holds them so): no object per line."""
+
+    def log_table(self, entities: Sequence[str], window: TimeWindow, limit: int = 10_000) -> pd.DataFrame:
+        """Columns time, entity, severity (its value), body, trace_id, span_id (None where missing)."""
+        ...
+
+
 def _fetch(ctx: ToolContext, entities: Sequence[str], window: TimeWindow) -> pd.DataFrame:
     # The unit of a line: its span (one request's work in one service), else its trace.
+    if isinstance(ctx.source, LogTable):
+        table = ctx.source.log_table(entities, window, limit=MAX_LINES)
+        if table.empty:
+            return pd.DataFrame([], columns=_COLUMNS)
+        unit = [s or t for s, t in zip(table["span_id"].tolist(), table["trace_id"].tolist(), strict=True)]
+        return pd.DataFrame(
+            {
+                "time": table["time"].tolist(),
+                "entity": table["entity"].tolist(),
+                "severity": table["severity"].tolist(),
+                "body": table["body"].tolist(),
+                "trace_id": table["trace_id"].tolist(),
+                "unit": unit,
+            },
+            columns=_COLUMNS,
+        )
     rows = [
         (r.time, r.entity, r.severity.value, r.body, r.trace_id, r.span_id or r.trace_id)
         for e in entities
