@@ -173,7 +173,7 @@ class RecordedSource:
     # The last log frame queried and its rows by entity: a tool asks for every entity's lines in one
     # window in turn, and the loaders hand back the same (cached) frame each time, so the frame is
     # split by entity once rather than scanned once per entity.
-    _log_rows_of: tuple[pd.DataFrame, dict[str, npt.NDArray[np.intp]]] | None = field(
+    _log_rows: tuple[pd.DataFrame, dict[str, npt.NDArray[np.intp]]] | None = field(
         default=None, init=False, repr=False
     )
 
@@ -239,18 +239,20 @@ class RecordedSource:
                     out.append(part)
         return out
 
-    def _log_rows(self, entity: str, window: TimeWindow, pattern: str | None, limit: int) -> pd.DataFrame:
+    def _log_selection(
+        self, entity: str, window: TimeWindow, pattern: str | None, limit: int
+    ) -> pd.DataFrame:
         """The log rows `logs` returns, as a frame (`LOG_COLUMNS`), in its order."""
         if self.log_loader is None:
             return empty_frame(LOG_COLUMNS)
         frame = self.log_loader(window)
         if frame.empty:
             return empty_frame(LOG_COLUMNS)
-        cached = self._log_rows_of
+        cached = self._log_rows
         if cached is None or cached[0] is not frame:
             groups = frame.groupby("entity", sort=False).indices
             cached = (frame, {str(e): np.asarray(at, dtype=np.intp) for e, at in groups.items()})
-            self._log_rows_of = cached
+            self._log_rows = cached
         rows = cached[1].get(entity)
         if rows is None:
             return empty_frame(LOG_COLUMNS)
@@ -264,7 +266,7 @@ class RecordedSource:
         self, entity: str, window: TimeWindow, pattern: str | None = None, limit: int = 10_000
     ) -> list[LogRecord]:
         """Log records of `entity` inside `window`, optionally filtered by regex `pattern`."""
-        sel = self._log_rows(entity, window, pattern, limit)
+        sel = self._log_selection(entity, window, pattern, limit)
         if sel.empty:
             return []
         optional = {c: _optional(sel[c].tolist()) for c in ("instance", "trace_id", "span_id")}
@@ -288,7 +290,7 @@ class RecordedSource:
     def log_table(self, entities: Sequence[str], window: TimeWindow, limit: int = 10_000) -> pd.DataFrame:
         """The fields of the records `logs` returns for each of `entities` in turn, as one frame (time,
         entity, severity, body, trace_id, span_id; missing ids None): no object per line."""
-        parts = [p for p in (self._log_rows(e, window, None, limit) for e in entities) if not p.empty]
+        parts = [p for p in (self._log_selection(e, window, None, limit) for e in entities) if not p.empty]
         if not parts:
             return empty_frame(LOG_TABLE_COLUMNS)
         sel = pd.concat(parts)

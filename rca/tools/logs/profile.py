@@ -36,17 +36,7 @@ def _fetch(ctx: ToolContext, entities: Sequence[str], window: TimeWindow) -> pd.
         if table.empty:
             return pd.DataFrame([], columns=_COLUMNS)
         unit = [s or t for s, t in zip(table["span_id"].tolist(), table["trace_id"].tolist(), strict=True)]
-        return pd.DataFrame(
-            {
-                "time": table["time"].tolist(),
-                "entity": table["entity"].tolist(),
-                "severity": table["severity"].tolist(),
-                "body": table["body"].tolist(),
-                "trace_id": table["trace_id"].tolist(),
-                "unit": unit,
-            },
-            columns=_COLUMNS,
-        )
+        return table.drop(columns="span_id").assign(unit=unit)
     rows = [
         (r.time, r.entity, r.severity.value, r.body, r.trace_id, r.span_id or r.trace_id)
         for e in entities

@@ -144,11 +144,12 @@ def _net_of_pre_onset(
     return replace(dev, z=min(dev.z, dev.excess_over(level, direction))), True
 
 
-def _too_few_requests(ctx: ToolContext, series: MetricSeries, volumes: dict[str | None, float]) -> bool:
-    """Whether a latency quantile series rests on too few requests to say anything (its instance's
-    traffic, else the entity's; see `too_few_for_quantile` and `quantile_volume`)."""
-    volume = volumes.get(series.instance, volumes.get(None))
-    return too_few_for_quantile(series.name, quantile_volume(series.within(ctx.incident).values, volume))
+def _too_few_requests(window: MetricSeries, volumes: dict[str | None, float]) -> bool:
+    """Whether a latency quantile series (its points in the incident window) rests on too few requests
+    to say anything (its instance's traffic, else the entity's; see `too_few_for_quantile` and
+    `quantile_volume`)."""
+    volume = volumes.get(window.instance, volumes.get(None))
+    return too_few_for_quantile(window.name, quantile_volume(window.values, volume))
 
 
 def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
@@ -170,12 +171,12 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
         base = baselines.get((series.name, series.instance))
         if kind is None or base is None:
             continue
-        if kind[0] is Family.LATENCY and _too_few_requests(ctx, series, volumes):
+        window = series.within(ctx.incident)
+        if kind[0] is Family.LATENCY and _too_few_requests(window, volumes):
             continue
         if never_succeeds(kind, series.unit, base.values, series.values):
             continue  # a collector that does not measure success
         family, direction = kind
-        window = series.within(ctx.incident)
         resolution = reference_floor(base)
         dev = deviation(base.values, window.values, direction, floor_for(family), resolution)
         if dev is None:
