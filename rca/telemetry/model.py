@@ -274,6 +274,18 @@ class Span:
 
 
 @dataclass(frozen=True, slots=True)
+class OperationDurations:
+    """One operation's spans inside a window as a metrics backend keeps them (the OpenTelemetry
+    Collector's span metrics connector): how many ended, and their median duration. Durations include
+    the time the operation waited on its callees; no span's own time is known without the spans."""
+
+    entity: str
+    operation: str
+    spans: float
+    median: float  # seconds
+
+
+@dataclass(frozen=True, slots=True)
 class Event:
     """A change or platform event about an entity (deploy, config change, commit, pod restart, ...)."""
 

@@ -14,6 +14,18 @@ from rca.tools.counts import Comparison, fetch_compared
 
 FRAME_KEY = "spans.frame"
 MAX_SPANS = 1_000_000
+# How spans' times are compared, by the traces analysis and from span metrics alike:
+EPSILON = 1e-4  # seconds added before taking logs of span times (sub-0.1 ms is noise)
+MIN_SPANS = 5  # an operation needs this many spans in both periods to be compared
+# The floor of the peer spread of a service's shift in span time: a shift under ~10 % (log units) never
+# stands out, however quiet the other services are.
+LATENCY_FLOOR = 0.1
+
+
+def entity_mean(values: pd.Series, weights: pd.Series) -> pd.Series:
+    """Per-entity mean of `values` weighted by `weights` (index: entity, operation)."""
+    num = (values * weights).groupby(level="entity").sum()
+    return num / weights.groupby(level="entity").sum()
 
 
 def _is_error(status: str, attributes: object) -> bool:

@@ -17,10 +17,16 @@ from rca.investigation.engine import EngineConfig, investigate
 from rca.telemetry.live.source import LiveConfig, LiveSource
 from rca.telemetry.model import Alert, Event, EventKind, Modality, TimeWindow
 from rca.telemetry.replay.conventions import write_rollouts
+from rca.telemetry.replay.histograms import COLLECTOR_BOUNDS_MS
 from rca.telemetry.replay.openmetrics import Exposition, Family, Kind
 from rca.telemetry.replay.replay import backfill
 from rca.telemetry.replay.servers import Server
-from rca.tools.stats import Direction, deviation
+from rca.telemetry.replay.spans import SPAN_CALLS, SPAN_DURATION
+from rca.tools.base import ToolContext
+from rca.tools.metrics.profile import spans_disown
+from rca.tools.span_metrics import COVERAGE_STEP, duration_z
+from rca.tools.stats import KNEE, Direction, deviation
+from rca.tools.stats import Family as MetricFamily
 from tests.conftest import free_port
 from tests.live.conftest import StartPrometheus
 
@@ -134,7 +140,35 @@ def cluster(now: float) -> Exposition:
             for q, value in (("0.9", p90), ("0.99", p90 * 2)):
                 expo.add(quantile, {**labels, "quantile": q}, times, value)
             expo.add(count, labels, times, np.cumsum(served))
+    write_span_metrics(expo, times, faulty)
     return expo
+
+
+SLOW_OPERATION = ("ledger", "GET /entries")
+FLAT_OPERATIONS = tuple((service, "GET /") for service in ("gateway", "auth", "search", "ads", "mail"))
+NORMAL_SPANS = (5400.0, 4800.0)  # seconds before now: the one stretch of spans before the fault
+
+
+def write_span_metrics(expo: Exposition, times: np.ndarray, faulty: np.ndarray) -> None:
+    """The span metrics connector's series, kept for two stretches only (as a recording's span files):
+    ten normal minutes well before the baseline hour, and the fault. Every operation takes 10 - 50 ms,
+    but ledger's slows to 200 - 400 ms in the fault."""
+    kept = faulty | ((times >= times[-1] - NORMAL_SPANS[0]) & (times < times[-1] - NORMAL_SPANS[1]))
+    at, slow = times[kept], faulty[kept]
+    calls = 2.0 * STEP  # 2 spans a second
+    for service, operation in (SLOW_OPERATION, *FLAT_OPERATIONS):
+        labels = {
+            "service_name": service,
+            "span_name": operation,
+            "span_kind": "SPAN_KIND_SERVER",
+            "status_code": "STATUS_CODE_UNSET",
+        }
+        buckets = np.zeros((at.size, len(COLLECTOR_BOUNDS_MS) + 1))
+        late = slow if (service, operation) == SLOW_OPERATION else np.zeros(at.size, dtype=bool)
+        buckets[:, COLLECTOR_BOUNDS_MS.index(50.0)] = np.where(late, 0.0, calls)
+        buckets[:, COLLECTOR_BOUNDS_MS.index(400.0)] = np.where(late, calls, 0.0)
+        expo.add_histogram(SPAN_DURATION, labels, at, buckets, calls * np.where(late, 300.0, 30.0))
+        expo.add(SPAN_CALLS, labels, at, np.full(at.size, calls))
 
 
 @pytest.fixture(scope="module")
@@ -286,6 +320,40 @@ def test_topology_comes_from_service_graph_metrics_without_a_traces_backend(prom
     assert [(e.caller, e.callee) for e in graph.edges] == [("frontend", "checkout")]
     assert graph.origin == "service-graph metrics (prometheus)"
     assert source.backend_states()["prometheus"] == "configured"
+
+
+def test_span_metrics_give_each_operations_durations_where_they_were_kept(prom: Server, now: float) -> None:
+    source = LiveSource(LiveConfig.from_mapping({"prometheus": {"url": prom.url}}), now=lambda: now)
+    covered = sorted(
+        t for t, service in source.span_coverage(recent(now), COVERAGE_STEP) if service == "ledger"
+    )
+    gaps = np.diff(covered)
+    assert int(np.sum(gaps > COVERAGE_STEP)) == 1  # two stretches: the normal minutes and the fault
+    assert covered[0] >= now - NORMAL_SPANS[0]
+    assert covered[-1] <= now + 1
+    fault = {(o.entity, o.operation): o for o in source.operation_durations(TimeWindow(now - 300, now + 1))}
+    assert 0.2 <= fault[SLOW_OPERATION].median <= 0.4  # inside its bucket, (200, 400] ms
+    assert 0.01 <= fault[FLAT_OPERATIONS[0]].median <= 0.05
+    assert fault[SLOW_OPERATION].spans == pytest.approx(2.0 * 300, rel=0.1)
+
+
+def test_a_service_whose_operations_did_not_slow_is_disowned_by_its_span_metrics(
+    prom: Server, now: float
+) -> None:
+    """The baseline hour holds no spans: the reference reaches back to the normal minutes before it."""
+    source = LiveSource(LiveConfig.from_mapping({"prometheus": {"url": prom.url}}), now=lambda: now)
+    onset = now - FAULT
+    alert = Alert(name="LatencyP99Anomaly", entity="gateway", fired_at=onset + 120)
+    baseline = TimeWindow(onset - 300 - HOUR, onset - 300)
+    ctx = ToolContext(source, alert, TimeWindow(onset - 300, now + 1), baseline, source.topology())
+    z = duration_z(ctx)
+    assert z[SLOW_OPERATION[0]] > KNEE
+    assert all(abs(z[service]) < 1.0 for service, _ in FLAT_OPERATIONS)
+    assert spans_disown(ctx, "gateway", MetricFamily.LATENCY) == (
+        pytest.approx(z["gateway"]),
+        "span durations",
+    )
+    assert spans_disown(ctx, "ledger", MetricFamily.LATENCY) is None  # its operation did slow
 
 
 @pytest.mark.django_db

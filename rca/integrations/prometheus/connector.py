@@ -33,7 +33,15 @@ from rca.integrations.prometheus.signals import (
     selectors_of,
     signals_for,
 )
-from rca.telemetry.model import Event, EventKind, FloatArray, MetricSeries, TimeWindow, split_edge_name
+from rca.telemetry.model import (
+    Event,
+    EventKind,
+    FloatArray,
+    MetricSeries,
+    OperationDurations,
+    TimeWindow,
+    split_edge_name,
+)
 
 # The labels that name a service, in order: OpenTelemetry's `service.name` (and `job`, which its
 # Prometheus exporters set to `service.namespace/service.name`), then Kubernetes' recommended
@@ -47,6 +55,10 @@ DEFAULT_ENTITY_LABELS: tuple[str, ...] = ("service_name", "service", "job", "app
 # is stopped well before it loads a real Prometheus.
 MAX_QUERIES = 500
 SERVICE_GRAPH = "traces_service_graph_request_total"  # the service graph connector's request counter
+# The span metrics connector's spans per operation, and their durations (a histogram in milliseconds).
+SPAN_CALLS = "traces_span_metrics_calls_total"
+SPAN_DURATION_BUCKETS = "traces_span_metrics_duration_milliseconds_bucket"
+OPERATION = "service_name, span_name"  # the connector's labels of one operation
 REPLICASET_CREATED = "kube_replicaset_created"  # kube-state-metrics: a ReplicaSet's creation, Unix time
 # How far back the scrape interval is measured (seconds): four samples even at a 5-minute scrape.
 SCRAPE_PROBE = 1200.0
@@ -346,6 +358,44 @@ class PrometheusConnector:
             for labels, calls in self._vector(query, window.end, "service graph")
         ]
         return sorted(e for e in edges if e[0] and e[1] and e[2] > 0)
+
+    def span_coverage(self, window: TimeWindow, step: float) -> list[tuple[float, str]]:
+        """When the span metrics connector counted spans inside `window`: (end of a `step`, service) for
+        every step in which it counted any of that service's. Spans may be kept for some stretches only
+        (a sampled or interrupted pipeline); a step without any is a hole, not a quiet service."""
+        query = f"sum by (service_name) (increase({SPAN_CALLS}[{step:.0f}s])) > 0"
+        items = self._matrix(query, window, step)
+        with self.client.parsing("span coverage"):
+            return [
+                (as_number(as_list(point, "point")[0], "time"), service)
+                for item in items
+                if (service := item["metric"].get("service_name", ""))
+                for point in item["values"]
+            ]
+
+    def operation_durations(self, window: TimeWindow) -> list[OperationDurations]:
+        """Per operation (`service_name`, `span_name`), the spans that ended inside `window` and their
+        median duration, from the span metrics connector's counter and histogram (the median known to
+        the bucket it falls in)."""
+        reach = f"[{max(window.seconds, 1.0):.0f}s]"
+        counts = self._vector(
+            f"sum by ({OPERATION}) (increase({SPAN_CALLS}{reach}))", window.end, "span counts"
+        )
+        medians = self._vector(
+            f"histogram_quantile(0.5, sum by ({OPERATION}, le) (increase({SPAN_DURATION_BUCKETS}{reach})))",
+            window.end,
+            "span durations",
+        )
+
+        def key(labels: Mapping[str, str]) -> tuple[str, str]:
+            return labels.get("service_name", ""), labels.get("span_name", "")
+
+        spans = {key(labels): n for labels, n in counts}
+        return [
+            OperationDurations(*key(labels), spans[key(labels)], median_ms / 1000.0)
+            for labels, median_ms in medians
+            if key(labels)[0] and key(labels) in spans and math.isfinite(median_ms)
+        ]
 
     def services(self, window: TimeWindow, beside: Iterable[str]) -> list[str]:
         """The services running beside `beside` (in the namespaces their pods run in) inside `window`, as

@@ -31,6 +31,7 @@ from rca.telemetry.model import (
     LogRecord,
     MetricSeries,
     Modality,
+    OperationDurations,
     Span,
     TelemetryError,
     TimeWindow,
@@ -379,6 +380,24 @@ class LiveSource:
         traces = self._traces
         with self._telemetry_errors():
             return traces.spans(window, entity, limit) if traces else []
+
+    def span_coverage(self, window: TimeWindow, step: float) -> list[tuple[float, str]]:
+        """When Prometheus's span metrics counted each service's spans inside `window`, per `step` (none
+        without Prometheus): where spans are kept only as metrics, the stretches they describe."""
+        metrics = self._metrics
+        if not isinstance(metrics, PrometheusConnector):
+            return []
+        with self._telemetry_errors():
+            return metrics.span_coverage(window, step)
+
+    def operation_durations(self, window: TimeWindow) -> list[OperationDurations]:
+        """Each operation's span count and median duration inside `window`, from Prometheus's span
+        metrics (none without Prometheus)."""
+        metrics = self._metrics
+        if not isinstance(metrics, PrometheusConnector):
+            return []
+        with self._telemetry_errors():
+            return metrics.operation_durations(window)
 
     def events(self, window: TimeWindow, entity: str | None = None) -> list[Event]:
         """Kubernetes events and GitHub changes inside `window`, or without either the rollouts Prometheus

@@ -42,6 +42,7 @@ from rca.tools.metrics.analysis import (
     waited_z,
     went_silent,
 )
+from rca.tools.span_metrics import duration_z
 from rca.tools.stats import (
     KNEE,
     Deviation,
@@ -477,15 +478,19 @@ def own_z(ctx: ToolContext, entity: str, family: Family) -> tuple[float, float, 
     return max(0.0, raw - inherited), raw, culprit
 
 
-def spans_disown(ctx: ToolContext, entity: str, family: Family) -> float | None:
-    """For latency, how far the entity's own span time moved when the investigation's traces measured it
-    and it stayed within noise (None otherwise). A server-side latency metric includes the time spent
-    waiting on callees; spans separate the entity's own time, so a latency they do not show is not its
-    own."""
+def spans_disown(ctx: ToolContext, entity: str, family: Family) -> tuple[float, str] | None:
+    """For latency, how far the entity's span time moved, and what measured it, when it stayed within
+    noise (None otherwise). A server-side latency metric includes the time spent waiting on callees;
+    spans separate the entity's own time, so a latency they do not show is not its own. Without spans,
+    span metrics give each operation's duration (`duration_z`), its callees' time included: an entity
+    none of whose operations slowed did not slow itself either."""
     if family is not Family.LATENCY:
         return None
     z = ctx.record.own_time_z.get(entity)
-    return z if z is not None and z < KNEE else None
+    if z is not None:
+        return (z, "own span time") if z < KNEE else None
+    z = duration_z(ctx).get(entity)
+    return (z, "span durations") if z is not None and z < KNEE else None
 
 
 def own_cause(ctx: ToolContext, hypothesis: Hypothesis) -> str | None:

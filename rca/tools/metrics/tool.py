@@ -95,7 +95,7 @@ class MetricsTool:
                 ("a client-side view, not a component", is_view(ctx.graph, hypothesis.entity)),
                 ("no data before onset", not finding.anchored),
                 (f"{family.value} explains a {symptom.value if symptom else ''} alert only in part", partial),
-                (f"own span time moved {span_z or 0.0:.1f} sigma", span_z is not None),
+                (f"{span_z[1]} moved {span_z[0]:.1f} sigma" if span_z else "", span_z is not None),
                 ("none of its callers waits longer on it", unwaited),
                 (too_little, short is not None),
                 (f"calm {family.value} cannot clear a {kind.value} fault", uncleared),

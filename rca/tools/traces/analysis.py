@@ -49,17 +49,16 @@ import pandas as pd
 from rca.telemetry.model import DependencyGraph
 from rca.tools.counts import Comparison, ReferenceKind, lead, robust_peer_z
 from rca.tools.faults import FaultKind
+from rca.tools.spans import EPSILON, LATENCY_FLOOR, MIN_SPANS, entity_mean
 from rca.tools.stats import DISCOVERY_SIGMA, MAD_TO_SIGMA, squash, supported
 
-EPSILON = 1e-4  # seconds added before taking logs of own times (sub-0.1 ms is noise)
-MIN_SPANS = 5  # an operation needs this many spans in both periods to be compared
 # A call site's median is compared from three spans per period on: a median one outlier cannot move.
 MIN_SITE_SPANS = 3
 # The standard error of a median is sqrt(pi / 2) times the mean's (large samples, normal data).
 MEDIAN_SE = math.sqrt(math.pi / 2.0)
-# Floors of the peer spreads: an own-time shift under ~10 % (log units), a child-count change
-# under ~10 % and a call-rate change under ~20 % never stand out, however quiet the other services are.
-LATENCY_FLOOR = 0.1
+# Floors of the peer spreads (the own-time shift's, `LATENCY_FLOOR`, is in `rca.tools.spans`): a
+# child-count change under ~10 % and a call-rate change under ~20 % never stand out, however quiet the
+# other services are.
 STRUCTURE_FLOOR = 0.1
 CALLS_FLOOR = 0.2
 # Calls received move with the load generator's mix; only a collapse (under ~1/3 of the expected
@@ -267,12 +266,6 @@ def _entries(part: pd.DataFrame) -> pd.Series:
     return part[part["caller"] != part["entity"]].groupby("entity").size().astype(np.float64)
 
 
-def _weighted(values: pd.Series, weights: pd.Series) -> pd.Series:
-    """Per-entity mean of `values` weighted by `weights` (index: entity, operation)."""
-    num = (values * weights).groupby(level="entity").sum()
-    return num / weights.groupby(level="entity").sum()
-
-
 def profile_spans(
     frame: pd.DataFrame, cmp: Comparison, entities: Iterable[str], graph: DependencyGraph
 ) -> TraceAnalysis:
@@ -292,7 +285,7 @@ def profile_spans(
     if cmp.reference is not None:
         ops = _per_operation(ref[~ref["link"]], obs[~obs["link"]])
         weight = ops["n_obs"].astype(np.float64).pow(0.5)
-        own_shift = _weighted(ops["log_own_obs"] - ops["log_own_ref"], weight)
+        own_shift = entity_mean(ops["log_own_obs"] - ops["log_own_ref"], weight)
         # A delay on a service's network is its own, though no span of its own measures it.
         links = _link_shifts(ref, obs)
         for e, shift in links.items():
@@ -306,7 +299,7 @@ def profile_spans(
         lifted = {e: b for e, (b, _, _) in sites.items() if b > 0.0}
         own_shift = pd.concat([own_shift, pd.Series(lifted, dtype=np.float64)], axis=1).max(axis=1)
         children = (ops["children_obs"] + 0.5) / (ops["children_ref"] + 0.5)
-        structure = _weighted(children.apply(math.log).abs(), weight)
+        structure = entity_mean(children.apply(math.log).abs(), weight)
         # Calls received from other services per minute (entries into the service).
         entries_obs, entries_ref = _entries(obs), _entries(ref)
         scale = obs_w.seconds / cmp.reference.seconds

@@ -319,3 +319,14 @@ def test_an_alerts_condition_is_traced_through_prometheus_only() -> None:
         mock.get("/api/v1/query_range").mock(return_value=httpx.Response(503))
         assert source.condition_since("up == 0", {}, NOW) is None  # the firing time stands
         assert source.backend_states()["prometheus"].startswith("unreachable")
+
+
+def test_span_metrics_are_read_through_prometheus_only() -> None:
+    with _source({"tempo": {"url": "http://tempo:3200"}}) as source:
+        assert source.span_coverage(WINDOW, 60.0) == []
+        assert source.operation_durations(WINDOW) == []
+    settings = {"retry": {"max_attempts": 1}, "prometheus": {"url": "http://prometheus:9090"}}
+    with _source(settings) as source, respx.mock(base_url="http://prometheus:9090") as mock:
+        mock.get("/api/v1/query").mock(return_value=httpx.Response(503))
+        with pytest.raises(TelemetryError):
+            source.operation_durations(WINDOW)
