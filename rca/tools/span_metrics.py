@@ -10,7 +10,8 @@ whose operations did slow may be the origin or may wait on one. Only the first r
 
 The comparison mirrors the traces analysis (`rca.tools.traces.analysis`): the reference is chosen as
 for spans (`rca.tools.counts.comparison`, over the stretches the metrics cover, each minute with spans a
-record of its service), each operation with `MIN_SPANS` spans in both periods is compared by the log of
+record of its service; the baseline is asked first, the `LOOKBACK` only when it holds too little), each
+operation with `MIN_SPANS` spans in both periods is compared by the log of
 its median, a service's shift is the mean over its operations weighted by the square root of their
 observed spans, and the shifts are scored against the other services' (`LATENCY_FLOOR`).
 """
@@ -24,7 +25,7 @@ import pandas as pd
 
 from rca.telemetry.model import OperationDurations, TelemetryError, TimeWindow
 from rca.tools.base import ToolContext
-from rca.tools.counts import LOOKBACK, comparison, robust_peer_z
+from rca.tools.counts import LOOKBACK, Comparison, ReferenceKind, comparison, robust_peer_z
 from rca.tools.spans import EPSILON, LATENCY_FLOOR, MIN_SPANS, entity_mean
 
 CACHE_KEY = "span_metrics.duration_z"
@@ -63,13 +64,20 @@ def duration_z(ctx: ToolContext) -> dict[str, float]:
     return found
 
 
-def _duration_z(ctx: ToolContext, source: SpanMetrics) -> dict[str, float]:
-    points = source.span_coverage(TimeWindow(ctx.incident.start - LOOKBACK, ctx.incident.end), COVERAGE_STEP)
-    if not points:
-        return {}
+def _compared(ctx: ToolContext, source: SpanMetrics, start: float) -> Comparison:
+    """The comparison over the stretches span metrics cover from `start` to the incident's end."""
+    points = source.span_coverage(TimeWindow(start, ctx.incident.end), COVERAGE_STEP)
     # A step's spans ended inside it: it stands at its middle.
     times = np.array([t for t, _ in points], dtype=np.float64) - COVERAGE_STEP / 2.0
-    cmp = comparison(ctx, times, np.array([e for _, e in points], dtype=object))
+    return comparison(ctx, times, np.array([e for _, e in points], dtype=object))
+
+
+def _duration_z(ctx: ToolContext, source: SpanMetrics) -> dict[str, float]:
+    # The baseline first: a cluster whose span metrics run without a break needs no more, and reading
+    # back `LOOKBACK` costs its Prometheus twelve times the samples.
+    cmp = _compared(ctx, source, min(ctx.baseline.start, ctx.incident.start))
+    if cmp.kind is not ReferenceKind.BASELINE:
+        cmp = _compared(ctx, source, ctx.incident.start - LOOKBACK)
     if cmp.reference is None:  # no stretch of their own before the onset: only peers to compare with
         return {}
     ref = _frame(source.operation_durations(cmp.reference))
