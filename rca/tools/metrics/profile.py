@@ -16,7 +16,7 @@ import networkx as nx
 import numpy as np
 
 from rca.core.hypotheses import Hypothesis
-from rca.telemetry.model import Direction, FloatArray, MetricSeries, TimeWindow
+from rca.telemetry.model import Direction, FloatArray, MetricSeries, TimeWindow, split_edge_name
 from rca.tools.base import ToolContext
 from rca.tools.facts import ExaminedSeries
 from rca.tools.faults import FaultKind, named_symptom
@@ -490,7 +490,21 @@ def spans_disown(ctx: ToolContext, entity: str, family: Family) -> tuple[float, 
     if z is not None:
         return (z, "own span time") if z < KNEE else None
     z = duration_z(ctx).get(entity)
-    return (z, "span durations") if z is not None and z < KNEE else None
+    if z is None or z >= KNEE:
+        return None
+    # A caller's record of its calls into the entity holds the network between them, which the entity's
+    # spans do not time (the traces analysis measures it on the link; span metrics cannot).
+    finding = metric_profile(ctx, entity).findings.get(family)
+    if finding is not None and measured_by_caller(finding.metric, entity):
+        return None
+    return z, "span durations"
+
+
+def measured_by_caller(name: str, entity: str) -> bool:
+    """Whether a series of `entity` is another service's record of its calls into it (an edge series
+    naming `entity` as the callee)."""
+    _, caller, callee = split_edge_name(name)
+    return callee == entity and caller is not None and caller != entity
 
 
 def own_cause(ctx: ToolContext, hypothesis: Hypothesis) -> str | None:
