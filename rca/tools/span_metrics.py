@@ -11,9 +11,12 @@ whose operations did slow may be the origin or may wait on one. Only the first r
 The comparison mirrors the traces analysis (`rca.tools.traces.analysis`): the reference is chosen as
 for spans (`rca.tools.counts.comparison`, over the stretches the metrics cover, each minute with spans a
 record of its service; the baseline is asked first, the `LOOKBACK` only when it holds too little), each
-operation with `MIN_SPANS` spans in both periods is compared by the log of
-its median, a service's shift is the mean over its operations weighted by the square root of their
-observed spans, and the shifts are scored against the other services' (`LATENCY_FLOOR`).
+operation with `MIN_SPANS` spans in both periods is compared by the log of its median, a service's
+shift is the mean over its operations weighted by the square root of their observed spans, and the
+shifts are scored against the other services' (`LATENCY_FLOOR`).
+
+A caller's record of its calls into a service (an edge series) is never disowned this way: it holds the
+network between the two, which neither side's spans time.
 """
 
 from __future__ import annotations
