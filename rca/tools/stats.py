@@ -40,6 +40,8 @@ KNEE = 3.0
 # A signal found among many tested (pairs, operations, callers) counts at 5 sigma: the discovery
 # convention of physics for a look-elsewhere-corrected signal.
 DISCOVERY_SIGMA = 5.0
+# An episode holds for more than one sample; a one-sample excursion is a spike.
+SUSTAINED_SAMPLES = 2
 # The standard deviation of a value spread evenly over an interval is its width / sqrt(12) (the uniform
 # distribution's; quantisation noise): what a value known only to its histogram bucket is uncertain by.
 UNIFORM_SIGMA_PER_WIDTH = 1.0 / math.sqrt(12.0)
@@ -168,6 +170,31 @@ def _spread(ordered_base: FloatArray, med: float, relative_floor: float, resolut
     return max(mad, relative_floor * abs(med), resolution, 1e-9)
 
 
+def _seen_outside_episodes(
+    baseline: FloatArray, med: float, spread: float, direction: Direction, observed: float
+) -> bool:
+    """Whether the baseline reached `observed` outside its episodes (`deviation`'s "seen before").
+
+    An episode is a stretch of the baseline beyond `DISCOVERY_SIGMA` spreads in the bad direction that
+    held for more than one sample and ended before the baseline did: an earlier incident the entity
+    came out of (a recording of consecutive faults holds the previous ones in the next one's
+    baseline). A level reached only in episodes was not its normal. A baseline whose excursions include
+    a one-sample spike shows a recurring pattern rather than episodes, and one that ends in an
+    excursion is still in it: both keep every value. `baseline` is in time order."""
+    values = baseline[np.isfinite(baseline)]
+    sign = 1.0 if direction is Direction.UP else -1.0
+    beyond = sign * (values - med) / spread > DISCOVERY_SIGMA
+    if not beyond.any() or beyond[-1]:
+        return True
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], beyond.astype(np.int8), [0]])))
+    if int((edges[1::2] - edges[::2]).min()) < SUSTAINED_SAMPLES:  # a spike: a pattern, not an episode
+        return True
+    normal = np.sort(values[~beyond])
+    if direction is Direction.UP:
+        return observed <= _quantile_sorted(normal, BASELINE_CEILING)
+    return observed >= _quantile_sorted(normal, 1 - BASELINE_CEILING)
+
+
 def deviation(
     baseline: FloatArray,
     window: FloatArray,
@@ -198,6 +225,8 @@ def deviation(
         observed = high if abs(high - med) >= abs(low - med) else low
         z = abs(observed - med) / spread
         seen_before = floor <= observed <= ceiling
+    if seen_before and direction is not Direction.BOTH:
+        seen_before = _seen_outside_episodes(baseline, med, spread, direction, observed)
     if seen_before:
         z = min(z, KNEE)
     relative = (observed - med) / abs(med) if med != 0 else (math.inf if observed != med else 0.0)

@@ -56,3 +56,32 @@ def test_deviation_reads_the_window_quantile_against_the_baseline_median_and_mad
     assert found.observed == high
     assert found.z == (high - med) / spread
     assert stats.deviation(baseline[:2], window, Direction.UP) is None  # too short a baseline
+
+
+def _with_stretches(stretches: list[tuple[int, int]], level: float = 1.0) -> np.ndarray:
+    """A 40-sample baseline at ~0.02 (a small ripple), raised to `level` over each [start, end)."""
+    values = 0.02 + 0.001 * np.sin(np.arange(40.0))
+    for start, end in stretches:
+        values[start:end] = level
+    return values
+
+
+def test_a_level_the_baseline_reached_only_in_an_earlier_episode_was_not_its_normal() -> None:
+    """Consecutive faults: the previous one's stretch sits in the next one's baseline. The window's
+    level was seen there, but only while the entity was itself out of its normal."""
+    window = np.full(10, 1.0)
+    for stretches in ([(10, 14)], [(5, 8), (20, 23)]):  # one earlier episode, or two
+        found = stats.deviation(_with_stretches(stretches), window, Direction.UP)
+        assert found is not None
+        assert found.z > stats.DISCOVERY_SIGMA
+    # still in it when the baseline ends: the level was held before the window began
+    ongoing = stats.deviation(_with_stretches([(34, 40)]), window, Direction.UP)
+    # one-sample spikes among the excursions: a recurring pattern, which the cap keeps
+    spiky = stats.deviation(_with_stretches([(5, 6), (12, 15), (30, 31)]), window, Direction.UP)
+    # a drop the baseline showed only in an episode counts the same way downwards
+    dip = stats.deviation(_with_stretches([(10, 14)], -0.9) + 1.0, np.full(10, 0.1), Direction.DOWN)
+    for capped in (ongoing, spiky):
+        assert capped is not None
+        assert capped.z == stats.KNEE
+    assert dip is not None
+    assert dip.z > stats.DISCOVERY_SIGMA
