@@ -23,6 +23,8 @@ from rca.integrations.parsing import (
 from rca.integrations.prometheus.signals import (
     BOUNDS_LABEL,
     SIGNAL_LABEL,
+    SPAN_CALLS,
+    SPAN_DURATION,
     MetricType,
     Signal,
     derived,
@@ -55,9 +57,6 @@ DEFAULT_ENTITY_LABELS: tuple[str, ...] = ("service_name", "service", "job", "app
 # is stopped well before it loads a real Prometheus.
 MAX_QUERIES = 500
 SERVICE_GRAPH = "traces_service_graph_request_total"  # the service graph connector's request counter
-# The span metrics connector's spans per operation, and their durations (a histogram in milliseconds).
-SPAN_CALLS = "traces_span_metrics_calls_total"
-SPAN_DURATION_BUCKETS = "traces_span_metrics_duration_milliseconds_bucket"
 OPERATION = "service_name, span_name"  # the connector's labels of one operation
 REPLICASET_CREATED = "kube_replicaset_created"  # kube-state-metrics: a ReplicaSet's creation, Unix time
 # How far back the scrape interval is measured (seconds): four samples even at a 5-minute scrape.
@@ -382,20 +381,18 @@ class PrometheusConnector:
             f"sum by ({OPERATION}) (increase({SPAN_CALLS}{reach}))", window.end, "span counts"
         )
         medians = self._vector(
-            f"histogram_quantile(0.5, sum by ({OPERATION}, le) (increase({SPAN_DURATION_BUCKETS}{reach})))",
+            f"histogram_quantile(0.5, sum by ({OPERATION}, le) (increase({SPAN_DURATION}_bucket{reach})))",
             window.end,
             "span durations",
         )
 
-        def key(labels: Mapping[str, str]) -> tuple[str, str]:
-            return labels.get("service_name", ""), labels.get("span_name", "")
-
-        spans = {key(labels): n for labels, n in counts}
-        return [
-            OperationDurations(*key(labels), spans[key(labels)], median_ms / 1000.0)
-            for labels, median_ms in medians
-            if key(labels)[0] and key(labels) in spans and math.isfinite(median_ms)
-        ]
+        spans = {(lb.get("service_name", ""), lb.get("span_name", "")): n for lb, n in counts}
+        out = []
+        for labels, median_ms in medians:
+            service, name = labels.get("service_name", ""), labels.get("span_name", "")
+            if service and (service, name) in spans and math.isfinite(median_ms):
+                out.append(OperationDurations(service, name, spans[service, name], median_ms / 1000.0))
+        return out
 
     def services(self, window: TimeWindow, beside: Iterable[str]) -> list[str]:
         """The services running beside `beside` (in the namespaces their pods run in) inside `window`, as

@@ -224,6 +224,9 @@ OTEL_POD = "k8s_pod_name"  # the OpenTelemetry resource attribute k8s.pod.name, 
 SERVER = "server"  # the service graph connector's label for the called service
 CLIENT = "client"  # and for the calling one
 SPAN_ERROR = 'status_code="STATUS_CODE_ERROR"'  # the span metrics connector's failed spans
+# The span metrics connector's spans per operation, and their durations (a histogram in milliseconds).
+SPAN_CALLS = "traces_span_metrics_calls_total"
+SPAN_DURATION = "traces_span_metrics_duration_milliseconds"
 # Real clusters' conventions, most telling first (docs/live-conventions.md has the table the replay
 # writes; the names are the semantic conventions' and the exporters' own).
 CONVENTIONS: tuple[Signal, ...] = (
@@ -233,24 +236,24 @@ CONVENTIONS: tuple[Signal, ...] = (
     *_micrometer("http_client_requests_seconds", "client_"),
     _quantile_signal(
         "span_latency_p99",
-        "traces_span_metrics_duration_milliseconds",
+        SPAN_DURATION,
         0.99,
         "ms",
-        "traces_span_metrics_duration_milliseconds_bucket",
+        f"{SPAN_DURATION}_bucket",
         'span_kind="SPAN_KIND_SERVER"',
     ),
     Signal(
         "span_error_ratio",
-        _ratio("traces_span_metrics_calls_total", SPAN_ERROR),
+        _ratio(SPAN_CALLS, SPAN_ERROR),
         "1",
-        "traces_span_metrics_calls_total",
-        failures=f"traces_span_metrics_calls_total{{{SPAN_ERROR}}}",
+        SPAN_CALLS,
+        failures=f"{SPAN_CALLS}{{{SPAN_ERROR}}}",
     ),
     Signal(
         "span_requests_per_second",
-        _rate("traces_span_metrics_calls_total", 'span_kind="SPAN_KIND_SERVER"'),
+        _rate(SPAN_CALLS, 'span_kind="SPAN_KIND_SERVER"'),
         "1/s",
-        "traces_span_metrics_calls_total",
+        SPAN_CALLS,
     ),
     *_service_graph("call_"),
     # What the entity waited on each service it calls, as its client spans measured it: a delay between
@@ -313,7 +316,7 @@ _COVERED = frozenset(
         for fam in (
             "http_server_request_duration_seconds",
             "http_client_request_duration_seconds",
-            "traces_span_metrics_duration_milliseconds",
+            SPAN_DURATION,
             "traces_service_graph_request_server_seconds",
             "traces_service_graph_request_client_seconds",
         )

@@ -211,6 +211,13 @@ class LiveSource:
         return cast(LogsConnector | None, self._first(Modality.LOGS))
 
     @property
+    def _prometheus(self) -> PrometheusConnector | None:
+        """The metrics backend when it is Prometheus (what only Prometheus answers: alert conditions, span
+        metrics, kube-state-metrics rollouts)."""
+        metrics = self._metrics
+        return metrics if isinstance(metrics, PrometheusConnector) else None
+
+    @property
     def _traces(self) -> TracesConnector | None:
         return cast(TracesConnector | None, self._first(Modality.TRACES))
 
@@ -232,8 +239,8 @@ class LiveSource:
         """Prometheus, when it is where the change history comes from: neither the Kubernetes API nor
         GitHub is configured, and it holds kube-state-metrics' ReplicaSet creation times (a rollout is a
         new ReplicaSet; asked once, over the horizon). A Prometheus that fails to answer serves none."""
-        metrics = self._metrics
-        if not isinstance(metrics, PrometheusConnector) or {"kubernetes", "github"} & set(self._by_name):
+        metrics = self._prometheus
+        if metrics is None or {"kubernetes", "github"} & set(self._by_name):
             return None
         if self._prometheus_changes is None:
             self._prometheus_changes = bool(self._or_none(lambda: metrics.has_rollouts(self.time_range())))
@@ -252,12 +259,8 @@ class LiveSource:
         ending at the wall clock would weigh the last minute more the later it is investigated."""
         if self._present is None:
             now = self._now()
-            metrics = self._metrics
-            newest = (
-                self._or_none(lambda: metrics.newest_scrape(now))
-                if isinstance(metrics, PrometheusConnector)
-                else None
-            )
+            metrics = self._prometheus
+            newest = None if metrics is None else self._or_none(lambda: metrics.newest_scrape(now))
             # one millisecond (Prometheus's resolution) past the scrape, so that the window, open at its
             # end, holds it
             self._present = now if newest is None else min(now, newest + 0.001)
@@ -348,10 +351,8 @@ class LiveSource:
     def condition_since(self, expr: str, labels: Mapping[str, str], at: float) -> float | None:
         """When an alert's condition began to hold up to `at`, by its rule's expression over Prometheus
         (None without Prometheus, when it does not hold, or when Prometheus fails: its state says so)."""
-        metrics = self._metrics
-        if not isinstance(metrics, PrometheusConnector):
-            return None
-        return self._or_none(lambda: metrics.condition_since(expr, labels, at))
+        metrics = self._prometheus
+        return None if metrics is None else self._or_none(lambda: metrics.condition_since(expr, labels, at))
 
     def metric_names(self, entity: str) -> Sequence[str]:
         """Metrics the metrics backend has for `entity` recently (none without one)."""
@@ -384,20 +385,16 @@ class LiveSource:
     def span_coverage(self, window: TimeWindow, step: float) -> list[tuple[float, str]]:
         """When Prometheus's span metrics counted each service's spans inside `window`, per `step` (none
         without Prometheus): where spans are kept only as metrics, the stretches they describe."""
-        metrics = self._metrics
-        if not isinstance(metrics, PrometheusConnector):
-            return []
+        metrics = self._prometheus
         with self._telemetry_errors():
-            return metrics.span_coverage(window, step)
+            return metrics.span_coverage(window, step) if metrics else []
 
     def operation_durations(self, window: TimeWindow) -> list[OperationDurations]:
         """Each operation's span count and median duration inside `window`, from Prometheus's span
         metrics (none without Prometheus)."""
-        metrics = self._metrics
-        if not isinstance(metrics, PrometheusConnector):
-            return []
+        metrics = self._prometheus
         with self._telemetry_errors():
-            return metrics.operation_durations(window)
+            return metrics.operation_durations(window) if metrics else []
 
     def events(self, window: TimeWindow, entity: str | None = None) -> list[Event]:
         """Kubernetes events and GitHub changes inside `window`, or without either the rollouts Prometheus
