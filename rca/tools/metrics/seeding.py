@@ -14,13 +14,11 @@ from rca.tools.base import ToolContext
 from rca.tools.faults import EXPLAINS, FAMILIES_OF_KIND, KIND_OF_FAMILY, FaultKind, symptom_family
 from rca.tools.metrics.analysis import FamilyFinding
 from rca.tools.metrics.profile import (
-    falls_short,
+    disqualified,
     metric_profile,
     own_short_reference_z,
     own_z,
     silent,
-    spans_disown,
-    unseen_by_callers,
 )
 from rca.tools.stats import KNEE, Family, family_of
 
@@ -42,11 +40,7 @@ def scores(ctx: ToolContext) -> dict[str, float]:
             (
                 w * max(own_z(ctx, e, f)[0], own_short_reference_z(ctx, e, f))
                 for f, w in weights.items()
-                # neither a latency its spans do not show, nor one its callers do not wait on, nor
-                # one too small to account for the symptom
-                if spans_disown(ctx, e, f) is None
-                and not unseen_by_callers(ctx, e, f)
-                and not falls_short(ctx, e, f)
+                if not disqualified(ctx, e, f)
             ),
             default=0.0,
         )
