@@ -170,6 +170,12 @@ def _spread(ordered_base: FloatArray, med: float, relative_floor: float, resolut
     return max(mad, relative_floor * abs(med), resolution, 1e-9)
 
 
+def _runs(beyond: np.ndarray) -> list[tuple[int, int]]:
+    """The (start, stop) index pairs of the runs of True in `beyond` (stop exclusive)."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], beyond.astype(np.int8), [0]])))
+    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+
+
 def _seen_outside_episodes(
     baseline: FloatArray, med: float, spread: float, direction: Direction, observed: float
 ) -> bool:
@@ -186,13 +192,42 @@ def _seen_outside_episodes(
     beyond = sign * (values - med) / spread > DISCOVERY_SIGMA
     if not beyond.any() or beyond[-1]:
         return True
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], beyond.astype(np.int8), [0]])))
-    if int((edges[1::2] - edges[::2]).min()) < SUSTAINED_SAMPLES:  # a spike: a pattern, not an episode
+    if min(b - a for a, b in _runs(beyond)) < SUSTAINED_SAMPLES:  # a spike: a pattern, not an episode
         return True
     normal = np.sort(values[~beyond])
     if direction is Direction.UP:
         return observed <= _quantile_sorted(normal, BASELINE_CEILING)
     return observed >= _quantile_sorted(normal, 1 - BASELINE_CEILING)
+
+
+def beyond_normal(
+    baseline: FloatArray, values: FloatArray, direction: Direction, relative_floor: float, resolution: float
+) -> np.ndarray | None:
+    """Which of `values` lie beyond `DISCOVERY_SIGMA` baseline spreads in the bad direction (the
+    spread as `deviation` measures it); None when the baseline is too short to say."""
+    base = np.sort(baseline[np.isfinite(baseline)])
+    if base.size < 3 or direction is Direction.BOTH:
+        return None
+    med = _median_sorted(base)
+    spread = _spread(base, med, relative_floor, resolution)
+    sign = 1.0 if direction is Direction.UP else -1.0
+    with np.errstate(invalid="ignore"):
+        return np.asarray(sign * (values - med) / spread > DISCOVERY_SIGMA)
+
+
+def ended_episodes(times: FloatArray, beyond: np.ndarray, before: float, calm: FloatArray) -> np.ndarray:
+    """Which points (of a series' finite points at `times`, in time order, `beyond` from
+    `beyond_normal`) belong to an episode that was over before the incident began: a stretch beyond
+    normal for more than one sample that ended before `before` (the onset), followed, still before
+    it, by a moment at which the alerting entity was calm (`calm`: such moments). The system had
+    recovered from it: it was an earlier incident, not the one the alert is about."""
+    out = np.zeros(beyond.size, dtype=bool)
+    for start, stop in _runs(beyond):
+        if stop - start < SUSTAINED_SAMPLES or stop >= beyond.size or times[stop] > before:
+            continue  # a spike, a stretch still on at the window's end, or one that ended after onset
+        if np.any((calm > times[stop - 1]) & (calm < before)):
+            out[start:stop] = True
+    return out
 
 
 def deviation(

@@ -47,9 +47,11 @@ from rca.tools.stats import (
     KNEE,
     Deviation,
     Family,
+    beyond_normal,
     change_point,
     deviation,
     deviation_from,
+    ended_episodes,
     family_of,
     floor_for,
     peak_z,
@@ -145,6 +147,55 @@ def _net_of_pre_onset(
     return replace(dev, z=min(dev.z, dev.excess_over(level, direction))), True
 
 
+def calm_before_onset(ctx: ToolContext) -> FloatArray:
+    """The moments of the incident window before onset at which the alerting entity was calm: none of
+    its latency and error series beyond normal (`beyond_normal`), at least one of them reporting."""
+    key = "metrics.calm"
+    cached = ctx.cache.get(key)
+    if isinstance(cached, np.ndarray):
+        return cached
+    pre, disturbed = before_onset(ctx), dict[float, bool]()
+    if pre is not None:
+        incident_series, baseline_series = _series(ctx, ctx.alert.entity)
+        bases = {(s.name, s.instance): s.within(ctx.baseline) for s in baseline_series}
+        for s in incident_series:
+            kind, base = family_of(s.name), bases.get((s.name, s.instance))
+            if kind is None or kind[0] not in (Family.LATENCY, Family.ERRORS) or base is None:
+                continue
+            part = s.within(pre)
+            beyond = beyond_normal(
+                base.values, part.values, kind[1], floor_for(kind[0]), reference_floor(base)
+            )
+            if beyond is None:
+                continue
+            for t, v, out in zip(part.timestamps, part.values, beyond, strict=True):
+                if np.isfinite(v):
+                    disturbed[float(t)] = disturbed.get(float(t), False) or bool(out)
+    calm = np.array(sorted(t for t, out in disturbed.items() if not out), dtype=float)
+    ctx.cache[key] = calm
+    return calm
+
+
+def _set_aside_ended_episodes(
+    ctx: ToolContext, base: MetricSeries, window: MetricSeries, family: Family, direction: Direction
+) -> FloatArray:
+    """The window's values without the points of episodes that were over before the incident began
+    (`ended_episodes`): an earlier incident inside the window (faults that follow each other closely)
+    is not this one's deviation, as one inside the baseline is not the entity's normal."""
+    finite = np.isfinite(window.values)
+    beyond = beyond_normal(
+        base.values, window.values[finite], direction, floor_for(family), reference_floor(base)
+    )
+    if beyond is None or not beyond.any():
+        return window.values
+    ended = ended_episodes(window.timestamps[finite], beyond, ctx.onset, calm_before_onset(ctx))
+    if not ended.any():
+        return window.values
+    values = window.values.copy()
+    values[np.flatnonzero(finite)[ended]] = np.nan
+    return values
+
+
 def _too_few_requests(window: MetricSeries, volumes: dict[str | None, float]) -> bool:
     """Whether a latency quantile series (its points in the incident window) rests on too few requests
     to say anything (its instance's traffic, else the entity's; see `too_few_for_quantile` and
@@ -179,6 +230,8 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
             continue  # a collector that does not measure success
         family, direction = kind
         resolution = reference_floor(base)
+        shown = window
+        window = replace(window, values=_set_aside_ended_episodes(ctx, base, window, family, direction))
         dev = deviation(base.values, window.values, direction, floor_for(family), resolution)
         if dev is None:
             continue
@@ -197,7 +250,7 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
         best = result.findings.get(family)
         if best is None or dev.z > best.deviation.z:
             result.findings[family] = finding
-            examined[family, series.instance] = window
+            examined[family, series.instance] = shown
         per_instance = result.instances.setdefault(family, {})
         mine = per_instance.get(series.instance)
         if mine is None or dev.z > mine.deviation.z:
@@ -233,7 +286,8 @@ def _edge_waits(ctx: ToolContext, caller: str) -> dict[str, tuple[Deviation, Met
         if callee is None or base is None:
             continue
         seen = series.within(ctx.incident)
-        dev = deviation_from(base, seen.values, Direction.UP, floor_for(Family.LATENCY))
+        values = _set_aside_ended_episodes(ctx, base, seen, Family.LATENCY, Direction.UP)
+        dev = deviation_from(base, values, Direction.UP, floor_for(Family.LATENCY))
         if dev is not None and (callee not in out or dev.z > out[callee][0].z):
             out[callee] = (dev, seen)
     ctx.cache[key] = out

@@ -760,3 +760,55 @@ def test_an_error_ratio_at_zero_scores_as_the_success_rate_it_complements() -> N
     unfloored = deviation(ratio.values, np.array([0.016]), Direction.UP, floor_for(Family.ERRORS))
     assert unfloored is not None
     assert unfloored.z > 1e6
+
+
+def _episodes_source(front_recovers: bool) -> FakeSource:
+    """front calls back, other and two quiet services, 1-minute latency series from half an hour
+    before onset. Nine to seven minutes before onset `other` was 0.5 s slower (an earlier incident)
+    and front with it; from a minute before onset `back` is 0.05 s slower and front 0.3 s. front's
+    latency came back to normal in between unless `front_recovers` is False."""
+    t = np.arange(ONSET - 1800.0, ONSET + 300.0, 60.0)
+    wobble = np.where(np.arange(t.size) % 2 == 0, 1.0, -1.0)
+    earlier = (t >= ONSET - 540.0) & (t < ONSET - 360.0)
+    current = t >= ONSET - 60.0
+    between = (t >= ONSET - 360.0) & (t < ONSET - 60.0)
+    front_rise = 0.5 * earlier + 0.3 * current + (0.0 if front_recovers else 0.4) * between
+    levels = {
+        "front": 0.2 + 0.01 * wobble + front_rise,
+        "back": 0.01 + 0.0005 * wobble + 0.05 * current,
+        "other": 0.01 + 0.0005 * wobble + 0.5 * earlier,
+        "o1": 0.01 + 0.0005 * wobble,
+        "o2": 0.01 - 0.0005 * wobble,
+    }
+
+    class Metered(FakeSource):
+        def metric_names(self, entity: str) -> list[str]:
+            return ["latency_p90"] if entity in levels else []
+
+        def metrics(self, entity: str, window: TimeWindow, names: object = None) -> list[MetricSeries]:
+            keep = (t >= window.start) & (t < window.end)
+            if entity not in levels or not keep.any():
+                return []
+            return [MetricSeries(entity, "latency_p90", "s", t[keep], levels[entity][keep], f"{entity}-pod")]
+
+    return Metered(tuple(("front", c) for c in ("back", "other", "o1", "o2")))
+
+
+def test_an_earlier_incident_inside_the_window_the_system_recovered_from_is_no_rival() -> None:
+    """Faults that follow each other closely put the previous one inside the next one's window.
+    other's episode ended minutes before onset and front, the alerting entity, was calm again after
+    it: it is set aside, and back's delay, which front suffers at onset, is uncontested. Had front
+    never recovered in between, other's episode could be part of this incident and stays a rival."""
+    window = TimeWindow(ONSET - 600.0, ONSET + 300.0)
+    baseline = TimeWindow(ONSET - 1800.0, ONSET - 600.0)
+    hypothesis = Hypothesis(id="h", entity="back", fault_kind="latency")
+    results = []
+    for recovers in (True, False):
+        ctx = context(_episodes_source(recovers), incident=window, baseline=baseline)
+        other = metric_profile(ctx, "other").findings[Family.LATENCY].deviation.z
+        results.append((other, runner_up(ctx, "back", Family.LATENCY)[1], MetricsTool().run(ctx, hypothesis)))
+    (other_set_aside, rival, proven), (other_kept, rival_kept, contested) = results
+    assert other_set_aside < KNEE < other_kept
+    assert rival != "other"
+    assert rival_kept == "other"
+    assert contested.signals["anomaly_score"] <= CONTESTED < proven.signals["anomaly_score"]

@@ -85,3 +85,33 @@ def test_a_level_the_baseline_reached_only_in_an_earlier_episode_was_not_its_nor
         assert capped.z == stats.KNEE
     assert dip is not None
     assert dip.z > stats.DISCOVERY_SIGMA
+
+
+def test_an_episode_over_before_onset_with_a_calm_moment_after_it_is_set_aside() -> None:
+    """Minute points of a 15-minute window, onset at minute 12. A stretch beyond normal at minutes 2-4,
+    followed at minute 7 by a moment at which the alerting entity was calm, was an earlier incident:
+    set aside. Without that calm moment (the symptom never recovered in between), a stretch that is
+    still on at onset, and a one-sample spike are all kept."""
+    times = np.arange(15) * 60.0
+    before = 12 * 60.0
+    earlier = np.isin(np.arange(15), [2, 3, 4])
+    calm = np.array([1 * 60.0, 7 * 60.0])
+    assert list(np.flatnonzero(stats.ended_episodes(times, earlier, before, calm))) == [2, 3, 4]
+    assert not stats.ended_episodes(times, earlier, before, np.array([1 * 60.0])).any()
+    assert not stats.ended_episodes(times, earlier, before, np.array([13 * 60.0])).any()
+    ongoing = np.isin(np.arange(15), [10, 11, 12, 13])
+    assert not stats.ended_episodes(times, ongoing, before, calm).any()
+    spike = np.isin(np.arange(15), [3])
+    assert not stats.ended_episodes(times, spike, before, calm).any()
+
+
+def test_beyond_normal_reads_the_bad_direction_at_five_sigma() -> None:
+    """The baseline's median and spread as `deviation` measures them; a drop is not beyond normal for
+    a series bad when it rises, and a series without a bad direction has no episodes."""
+    baseline = np.array([1.0, 1.1, 0.9, 1.0, 1.05, 0.95])
+    values = np.array([1.0, 3.0, -1.0])
+    beyond = stats.beyond_normal(baseline, values, Direction.UP, 0.02, 0.0)
+    assert beyond is not None
+    assert list(beyond) == [False, True, False]
+    assert stats.beyond_normal(baseline, values, Direction.BOTH, 0.02, 0.0) is None
+    assert stats.beyond_normal(baseline[:2], values, Direction.UP, 0.02, 0.0) is None
