@@ -14,6 +14,7 @@ from rca.tools.base import ToolContext
 from rca.tools.faults import EXPLAINS, FAMILIES_OF_KIND, KIND_OF_FAMILY, FaultKind, symptom_family
 from rca.tools.metrics.analysis import FamilyFinding
 from rca.tools.metrics.profile import (
+    alert_symptom,
     disqualified,
     metric_profile,
     own_short_reference_z,
@@ -57,10 +58,15 @@ def _silence_z(ctx: ToolContext, entity: str) -> float:
 
 def kind_hint(ctx: ToolContext, entity: str) -> FaultKind | None:
     """The kind named by the family that moved most at the entity itself (its own share), weighted as
-    in `scores` by how well it explains the alert: behind an availability alert, a service whose
-    errors and latency both rose is first an errors suspect."""
+    in `scores` by how well it explains the alert. Behind an availability alert (`alert_symptom`), a
+    service that fails on its own (errors past the knee) is an errors suspect whatever else moved: its
+    failures explain the alert in full, its latency only in part, and z-scores of different families
+    do not compare (a latency baseline is tight, so a slowdown that failing work brings runs to far
+    more sigma than the failures themselves)."""
     if silent(ctx, entity) is not None:
         return FaultKind.POD_FAILURE  # its telemetry stopped: whatever else it shows predates that
+    if alert_symptom(ctx) is Family.ERRORS and own_z(ctx, entity, Family.ERRORS)[0] > KNEE:
+        return FaultKind.ERRORS
     weights = EXPLAINS[symptom_family(ctx.alert.metric)]
     moved = [(own_z(ctx, entity, f)[0], weights.get(f, 0.0), f) for f in KIND_OF_FAMILY]
     over = [(z * w, f) for z, w, f in moved if z > KNEE]

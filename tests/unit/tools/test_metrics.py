@@ -812,3 +812,20 @@ def test_an_earlier_incident_inside_the_window_the_system_recovered_from_is_no_r
     assert rival != "other"
     assert rival_kept == "other"
     assert contested.signals["anomaly_score"] <= CONTESTED < proven.signals["anomaly_score"]
+
+
+def test_behind_an_availability_alert_a_failing_service_is_an_errors_suspect_whatever_its_latency() -> None:
+    """back fails (its error rate 0.01 -> 0.05 on a quiet baseline, about 30 sigma) and slows down far
+    more out of its baseline (0.01 -> 0.5 s, about 600 sigma: failing work and retries take time).
+    Behind an alert on availability its own failures explain the alert in full and its latency only in
+    part, so back is an errors suspect; behind a latency alert the same figures make it a latency one."""
+    series = {
+        "front": {"latency_p90": (0.2, 0.01, 0.5), "error_rate": (0.01, 0.001, 0.04)},
+        "back": {"latency_p90": (0.01, 0.0005, 0.5), "error_rate": (0.01, 0.001, 0.04)},
+        **{c: {"latency_p90": (0.01, 0.0005, 0.0)} for c in ("o1", "o2", "o3")},
+    }
+    source = _latency_source(series, tuple(("front", c) for c in ("back", "o1", "o2", "o3")))
+    on_latency = context(source)
+    on_availability = replace(on_latency, alert=replace(on_latency.alert, metric="error_rate"))
+    assert kind_hint(on_availability, "back") is FaultKind.ERRORS
+    assert kind_hint(on_latency, "back") is FaultKind.LATENCY
