@@ -20,7 +20,7 @@ import numpy as np
 from rca.core.grounding import CitationKind
 from rca.telemetry.model import Conventions, Direction, Event, EventKind, FloatArray, MetricSeries, TimeWindow
 from rca.tools.faults import FAMILIES_OF_KIND, FaultKind
-from rca.tools.stats import Deviation, Family, deviation, family_of, reference_floor, same_stream
+from rca.tools.stats import Deviation, Family, deviation, family_of, floor_for, reference_floor, same_stream
 
 # The families a defective release shows on its own instances (what the canary compares).
 CANARY_FAMILIES: tuple[Family, ...] = FAMILIES_OF_KIND[FaultKind.BAD_DEPLOY]
@@ -260,7 +260,7 @@ def canary(
         # The old instances' (and the pre-change) values are the reference: their bucket resolution, if any.
         old_res = max((reference_floor(s.within(after)) for s in stale), default=0.0)
         canary = (
-            deviation(old_vals, new_vals, direction, resolution=old_res)
+            deviation(old_vals, new_vals, direction, floor_for(family), old_res)
             if old_vals.size >= MIN_POINTS
             else None
         )
@@ -268,7 +268,7 @@ def canary(
             max((reference_floor(s.within(pre)) for s in group), default=0.0) if pre is not None else 0.0
         )
         base = (
-            deviation(_values(group, pre), new_vals, direction, resolution=pre_res)
+            deviation(_values(group, pre), new_vals, direction, floor_for(family), pre_res)
             if pre is not None
             else None
         )

@@ -28,7 +28,7 @@ from rca.tools.changes.analysis import (
     split_instances,
 )
 from rca.tools.facts import ChangeFact, ChangeFacts
-from rca.tools.stats import Family, deviation_from, family_of, squash
+from rca.tools.stats import Family, deviation_from, family_of, floor_for, squash
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ def _service_level(
             if kind is None or kind[0] not in SERVICE_FAMILIES:
                 continue
             family, direction = kind
-            dev = deviation_from(s.within(pre), s.within(after).values, direction)
+            dev = deviation_from(s.within(pre), s.within(after).values, direction, floor_for(family))
             if dev is None:
                 continue
             result = FamilyCanary(family, s.name, None, dev, len(s.within(after)), 0, service_wide=True)

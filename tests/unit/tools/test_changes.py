@@ -336,3 +336,25 @@ def test_a_family_the_new_pods_are_not_measured_in_is_compared_service_wide() ->
     assert "success_rate service-wide 100" in result.summary
     assert "no new-version instances" not in result.summary  # there is one, measured in CPU only
     assert float(result.signals["anomaly_score"]) >= 0.8
+
+
+def test_failures_after_a_rollout_score_alike_read_as_a_success_rate_or_as_an_error_ratio() -> None:
+    """A service whose success rate sat at exactly 100 % drops to 92.5 % after a rollout (7.5 % of its
+    calls failing); another cluster records the same failures as an error ratio, 0 -> 0.075. The
+    changes tool floors both spreads on the scale of the success rate (0.2 % of it, as the metrics tool
+    does), so the two read the same z and both support the change."""
+    at = ONSET - 4 * STEP
+    end = ONSET + 10 * STEP
+    times = np.arange(T0, end, STEP)
+    after = times >= at + STEP
+    results = []
+    for name, before, failing in (("success_rate", 100.0, 92.5), ("error_ratio", 0.0, 0.075)):
+        values = np.where(after, failing, before)
+        series = [MetricSeries("pay", name, "%" if name == "success_rate" else "1", times, values, None)]
+        series += [_series("pay", "cpu", f"pay-v1-{i}", T0, end, 20.0, 300 + i) for i in range(3)]
+        ctx = _context(MemorySource(series, _rollout("pay", "v2", SHA_BAD, at)))
+        results.append(ChangesTool().run(ctx, Hypothesis("h-pay", "pay", FaultKind.BAD_DEPLOY.value)))
+    rate, ratio = results
+    assert rate.measurements["pre_change_z"] == pytest.approx(ratio.measurements["pre_change_z"], rel=0.01)
+    assert float(rate.signals["anomaly_score"]) >= 0.8
+    assert float(ratio.signals["anomaly_score"]) >= 0.8
