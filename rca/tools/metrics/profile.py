@@ -494,12 +494,15 @@ def peer_noise(ctx: ToolContext, family: Family) -> float:
 def runner_up(ctx: ToolContext, entity: str, family: Family) -> tuple[float, str | None]:
     """The largest own deviation in `family` of any other component, and who it is. Views (client-side
     records of calls) are no rivals: they measure some component's calls, often this one's; nor is a
-    component whose deviation could not be an origin's (`disqualified`): what cannot be the cause
-    cannot make another entity's claim to it doubtful."""
+    component whose rise is too small to account for the symptom (`short_of_symptom`). A rival that
+    seeding leaves out for another reason (`disqualified`: its callers do not wait on it, its spans do
+    not show it) stays one: the rivalry asks whether the suspect's rise is unique, and where only span
+    durations are kept a victim's rise is not told from an origin's (`docs/fault-signatures.md`, "A
+    rival is a rival")."""
     others = [
         (own_z(ctx, e, family)[0], e)
         for e in ctx.graph.names()
-        if e != entity and not is_view(ctx.graph, e) and not disqualified(ctx, e, family)
+        if e != entity and not is_view(ctx.graph, e) and not falls_short(ctx, e, family)
     ]
     return max(others, default=(0.0, None))
 
@@ -507,8 +510,7 @@ def runner_up(ctx: ToolContext, entity: str, family: Family) -> tuple[float, str
 def disqualified(ctx: ToolContext, entity: str, family: Family) -> bool:
     """Whether the entity's deviation in `family` cannot be what the symptom suffers: a latency its
     spans do not show (`spans_disown`), one its callers do not wait on (`unseen_by_callers`), or one too
-    small to account for the symptom (`falls_short`). Such a deviation neither seeds its entity nor
-    stands as a rival."""
+    small to account for the symptom (`falls_short`). Such a deviation does not seed its entity."""
     return (
         spans_disown(ctx, entity, family) is not None
         or unseen_by_callers(ctx, entity, family)
