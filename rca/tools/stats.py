@@ -176,6 +176,13 @@ def _runs(beyond: np.ndarray) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]
 
 
+def _beyond(values: FloatArray, med: float, spread: float, direction: Direction) -> np.ndarray:
+    """Which `values` lie beyond `DISCOVERY_SIGMA` spreads from `med` in the bad direction (UP or DOWN)."""
+    sign = 1.0 if direction is Direction.UP else -1.0
+    with np.errstate(invalid="ignore"):
+        return np.asarray(sign * (values - med) / spread > DISCOVERY_SIGMA)
+
+
 def _seen_outside_episodes(
     baseline: FloatArray, med: float, spread: float, direction: Direction, observed: float
 ) -> bool:
@@ -188,8 +195,7 @@ def _seen_outside_episodes(
     a one-sample spike shows a recurring pattern rather than episodes, and one that ends in an
     excursion is still in it: both keep every value. `baseline` is in time order."""
     values = baseline[np.isfinite(baseline)]
-    sign = 1.0 if direction is Direction.UP else -1.0
-    beyond = sign * (values - med) / spread > DISCOVERY_SIGMA
+    beyond = _beyond(values, med, spread, direction)
     if not beyond.any() or beyond[-1]:
         return True
     if min(b - a for a, b in _runs(beyond)) < SUSTAINED_SAMPLES:  # a spike: a pattern, not an episode
@@ -209,10 +215,7 @@ def beyond_normal(
     if base.size < 3 or direction is Direction.BOTH:
         return None
     med = _median_sorted(base)
-    spread = _spread(base, med, relative_floor, resolution)
-    sign = 1.0 if direction is Direction.UP else -1.0
-    with np.errstate(invalid="ignore"):
-        return np.asarray(sign * (values - med) / spread > DISCOVERY_SIGMA)
+    return _beyond(values, med, _spread(base, med, relative_floor, resolution), direction)
 
 
 def ended_episodes(times: FloatArray, beyond: np.ndarray, before: float, calm: FloatArray) -> np.ndarray:
