@@ -182,6 +182,8 @@ def _set_aside_ended_episodes(
     """The window's values without the points of episodes that were over before the incident began
     (`ended_episodes`): an earlier incident inside the window (faults that follow each other closely)
     is not this one's deviation, as one inside the baseline is not the entity's normal."""
+    if before_onset(ctx) is None:
+        return window.values  # the window starts at onset: nothing in it ended before
     finite = np.isfinite(window.values)
     beyond = beyond_normal(
         base.values, window.values[finite], direction, floor_for(family), reference_floor(base)
