@@ -29,10 +29,11 @@ from rca.incidents.models import Alert as IncidentAlert
 from rca.incidents.outbox import claim, dispatch, keep_alive, still_mine
 from rca.incidents.services import record_audit
 from rca.integrations.prometheus.alerts import AlertTarget, alert_target, expression_of
-from rca.investigation.anthropic_policy import Spend, policy_factory
 from rca.investigation.document import document_of
 from rca.investigation.engine import EngineConfig, investigate
 from rca.investigation.narrative import action_body, action_title
+from rca.investigation.policy import Spend
+from rca.investigation.policy_settings import policy_factory
 from rca.investigation.recovery import RerunPlan
 from rca.investigation.result import InvestigationResult
 from rca.telemetry.cases import find_case, load_case

@@ -60,11 +60,11 @@ from anthropic.types import (
 from rca.config import PolicyConfig
 from rca.core.hypotheses import Hypothesis, HypothesisState, HypothesisTree
 from rca.core.redact import one_line, redact
-from rca.investigation.policy import Action, LoopView, OfflinePolicy, Policy
+from rca.investigation.policy import ANTHROPIC, Action, LoopView, OfflinePolicy, Policy, Spend
 from rca.investigation.result import Belief
 from rca.tools.faults import FaultKind
 
-NAME = "anthropic"
+NAME = ANTHROPIC
 FALLBACK_NAME = "anthropic->offline"
 TEXT_LIMIT = 280  # characters of any one text sent (an evidence summary is at most this long anyway)
 MAX_HYPOTHESES = 25  # shown per request, highest priority first
@@ -75,6 +75,7 @@ MAX_REJECTED = 2  # invalid replies in a row that are answered with an error bef
 BACKOFF_S = 1.0  # first retry delay, doubled each time
 MAX_BACKOFF_S = 30.0
 PER_MTOK = 1_000_000
+NOTHING_SPENT = Spend()  # the month's use when none is known
 
 SYSTEM = (
     "You choose the next step of a root-cause investigation of a production incident. Each turn, "
@@ -228,14 +229,6 @@ def _backoff(attempt: int, exc: anthropic.APIError) -> float:
 
 
 @dataclass(frozen=True)
-class Spend:
-    """Language-model use: input + output tokens, and US dollars."""
-
-    tokens: int = 0
-    cost_usd: float = 0.0
-
-
-@dataclass(frozen=True)
 class _Finish:
     """The model finished; ``confidence`` is None when it stopped without rating."""
 
@@ -253,7 +246,7 @@ class AnthropicPolicy:
         client: anthropic.Anthropic,
         config: PolicyConfig,
         sleep: Callable[[float], None] = time.sleep,
-        month: Spend = Spend(),
+        month: Spend = NOTHING_SPENT,
     ) -> None:
         self.name = NAME
         self.tokens_in = 0
@@ -486,15 +479,8 @@ class AnthropicPolicy:
         self._note(f"failed closed: {reason}")
 
 
-def policy_factory(config: PolicyConfig, month: Callable[[], Spend] = Spend) -> Callable[[], Policy]:
-    """What makes each investigation's policy under these settings (EngineConfig.policy); `month`
-    reads this month's use so far when the policy is made (only for the Anthropic policy)."""
-    if config.kind != NAME:
-        return OfflinePolicy
-
-    def make() -> Policy:
-        # max_retries=0: retries are AnthropicPolicy's own, bounded and recorded.
-        client = anthropic.Anthropic(api_key=config.api_key, max_retries=0, timeout=config.timeout_s)
-        return AnthropicPolicy(client, config, month=month())
-
-    return make
+def make_policy(config: PolicyConfig, month: Spend) -> Policy:
+    """An Anthropic policy for one investigation, `month` being this month's use before it started."""
+    # max_retries=0: retries are AnthropicPolicy's own, bounded and recorded.
+    client = anthropic.Anthropic(api_key=config.api_key, max_retries=0, timeout=config.timeout_s)
+    return AnthropicPolicy(client, config, month=month)

@@ -16,6 +16,8 @@ from typing import Protocol
 from rca.core.hypotheses import Hypothesis, HypothesisState, HypothesisTree
 from rca.investigation.result import Belief
 
+ANTHROPIC = "anthropic"  # the language-model policy's name (rca.investigation.anthropic_policy)
+
 
 @dataclass(frozen=True)
 class Action:
@@ -93,3 +95,11 @@ class OfflinePolicy:
         lanes = {e.source for e in named.validating_evidence}
         value = BASE_CONFIDENCE + PER_EXTRA_SOURCE * (len(lanes) - 1) + MARGIN_WEIGHT * margin
         return round(min(MAX_CONFIDENCE, max(0.0, value)), 4)
+
+
+@dataclass(frozen=True)
+class Spend:
+    """Language-model use: input + output tokens, and US dollars."""
+
+    tokens: int = 0
+    cost_usd: float = 0.0

@@ -24,7 +24,7 @@ from django.utils import timezone
 from rca.config import PolicyConfig
 from rca.incidents.investigations import month_spend, run_investigation
 from rca.incidents.models import Incident, Investigation
-from rca.investigation.anthropic_policy import Spend
+from rca.investigation.policy import Spend
 from tests.integration.api import factories
 from tests.integration.test_metrics import scrape
 from tests.unit.investigation.test_anthropic_policy import API, KEY, RespxTransport, answers, recorded

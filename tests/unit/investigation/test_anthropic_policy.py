@@ -27,10 +27,11 @@ from rca.core.evidence import Source
 from rca.core.hypotheses import Hypothesis, HypothesisState, derive_state
 from rca.core.redact import redact
 from rca.investigation import engine
-from rca.investigation.anthropic_policy import SYSTEM, AnthropicPolicy, Spend, frame, policy_factory
+from rca.investigation.anthropic_policy import SYSTEM, AnthropicPolicy, frame
 from rca.investigation.document import document_of
 from rca.investigation.engine import EngineConfig, investigate
-from rca.investigation.policy import OfflinePolicy
+from rca.investigation.policy import OfflinePolicy, Spend
+from rca.investigation.policy_settings import policy_factory
 from rca.investigation.result import InvestigationResult
 from rca.telemetry.cases import RecordedCase, load_case, read_index
 from rca.tools import registry
