@@ -159,18 +159,26 @@ def test_env() -> dict[str, str]:
     return env
 
 
+# The safety core's own tests, run a second time under branch coverage (see cmd_test).
+CORE_TESTS = "tests/unit/core"
+
+
 def cmd_test(args: argparse.Namespace) -> int:
-    """Install everything, start PostgreSQL and Redis if needed, run the whole suite."""
+    """Install everything, start PostgreSQL and Redis if needed, run the whole suite, then hold the safety
+    core to full branch coverage by its own tests. With pytest arguments, run just those."""
     ensure_venv("[dev]")
     ensure_system_services(need_chromium=True)
     env = test_env()
-    cov = ["--cov", "--cov-branch", "--cov-report=", "--cov-config=pyproject.toml"]
-    code = subprocess.run(  # noqa: S603
-        [str(PY), "-m", "pytest", *cov, *args.pytest_args], cwd=ROOT, env=env, check=False
-    ).returncode
+    pytest = [str(PY), "-m", "pytest"]
+    code = subprocess.run([*pytest, *args.pytest_args], cwd=ROOT, env=env, check=False).returncode  # noqa: S603
+    if code != 0 or args.pytest_args:
+        return code
+    # Coverage is measured on the core's own tests only: tracing the whole suite made the unit tests alone
+    # 45 % slower (200 s -> 291 s here), for figures nothing read; the core's tests cover every branch.
+    cov = ["--cov=rca.core", "--cov-branch", "--cov-report=", "--cov-config=pyproject.toml"]
+    code = subprocess.run([*pytest, "-q", *cov, CORE_TESTS], cwd=ROOT, env=env, check=False).returncode  # noqa: S603
     if code != 0:
         return code
-    # The safety core is held to full branch coverage, measured in this run.
     return sh(
         PY,
         "-m",
