@@ -64,7 +64,6 @@ from rca.investigation.policy import ANTHROPIC, Action, LoopView, OfflinePolicy,
 from rca.investigation.result import Belief
 from rca.tools.faults import FaultKind
 
-NAME = ANTHROPIC
 FALLBACK_NAME = "anthropic->offline"
 TEXT_LIMIT = 280  # characters of any one text sent (an evidence summary is at most this long anyway)
 MAX_HYPOTHESES = 25  # shown per request, highest priority first
@@ -248,7 +247,7 @@ class AnthropicPolicy:
         sleep: Callable[[float], None] = time.sleep,
         month: Spend = NOTHING_SPENT,
     ) -> None:
-        self.name = NAME
+        self.name = ANTHROPIC
         self.tokens_in = 0
         self.tokens_out = 0
         self.cost_usd = 0.0

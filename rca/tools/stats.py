@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
+import ruptures
 
 from rca.core.verdict import DEFAULT_THRESHOLDS
 from rca.telemetry.model import Direction, FloatArray, MetricSeries
@@ -320,10 +321,6 @@ def change_point(times: FloatArray, values: FloatArray) -> float | None:
     t, v = times[mask], values[mask]
     if v.size < 6 or float(np.ptp(v)) == 0.0:
         return None
-    # ruptures pulls in scipy (about 2 s to import): loaded on the first change point asked for, so
-    # the web server and the command line, which read this module's constants, start without it.
-    import ruptures
-
     algo = ruptures.Binseg(model="l2", min_size=2, jump=1).fit(v.reshape(-1, 1))
     breaks = algo.predict(n_bkps=1)
     index = breaks[0]
