@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from celery.signals import beat_init, worker_ready
+from celery.signals import beat_init, task_received, worker_ready
+from celery.worker import state as worker_state
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
@@ -18,6 +19,9 @@ from celery_app.app import app
 from graphstore.errors import GraphUnavailable
 from rca.log_context import bind
 from rca.memory.errors import MemoryUnavailable
+
+if TYPE_CHECKING:
+    from rca.heartbeats import ConsumerWatch
 
 log = logging.getLogger(__name__)
 
@@ -85,15 +89,29 @@ def dispatch_pending() -> dict[str, int]:
     return {"sent": sweep()}
 
 
+_CONSUMER: list[ConsumerWatch] = []  # this worker process's watch, once it is ready
+
+
 @worker_ready.connect
 def _beat_as_worker(sender: Any = None, **_: Any) -> None:
-    """A worker says it is alive, once per role its queues give it, for /healthz (rca.heartbeats)."""
-    from rca.heartbeats import QUEUE_ROLES, start
+    """A worker says it is alive, once per role its queues give it, for /healthz (rca.heartbeats),
+    while its consumer takes what its queues hold."""
+    from rca.heartbeats import QUEUE_ROLES, start, watch_consumer
 
-    queues = sender.app.amqp.queues.consume_from if sender is not None else {}
+    queues = tuple(sender.app.amqp.queues.consume_from) if sender is not None else ()
     roles = tuple(QUEUE_ROLES[q] for q in queues if q in QUEUE_ROLES)
-    if roles:
-        start(roles)
+    if not roles:
+        return
+    slots = int(sender.controller.concurrency)
+    _CONSUMER[:] = [watch_consumer(queues, slots, lambda: len(worker_state.reserved_requests))]
+    start(roles, watch=_CONSUMER[0])
+
+
+@task_received.connect
+def _taken(**_: Any) -> None:
+    """The worker took a message from its queues: its consumer hears (rca.heartbeats.ConsumerWatch)."""
+    for watch in _CONSUMER:
+        watch.received()
 
 
 @beat_init.connect

@@ -218,9 +218,18 @@ class Stack:
         deadline = time.monotonic() + timeout
         while not condition():
             if time.monotonic() > deadline:
-                raise TimeoutError(f"{what}: not within {timeout:.0f} s (logs: {self.root / 'logs'})")
+                raise TimeoutError(f"{what}: not within {timeout:.0f} s\n{self.log_tails()}")
             self.supervisor.check()
             time.sleep(0.1)
+
+    def log_tails(self, lines: int = 30) -> str:
+        """The last `lines` of every process's log: the stack's folder is removed when it stops, so a
+        failure must carry what the processes said (a CI run keeps only the test output)."""
+        tails = []
+        for log in sorted((self.root / "logs").glob("*.log")):
+            text = log.read_text(errors="replace").splitlines()[-lines:]
+            tails.append(f"--- {log.name} (last {len(text)} lines)\n" + "\n".join(text))
+        return "\n".join(tails)
 
     # --- processes --------------------------------------------------------------------------------
 

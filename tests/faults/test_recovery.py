@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 from pathlib import Path
 
 import pytest
+from celery import Celery
 
 from tests.faults.stack import Stack, alert, payload
 
@@ -78,6 +80,20 @@ def test_a_broker_crash_loses_no_investigation_handed_to_it(stack: Stack) -> Non
     finished_exactly_once(stack, "broker", 8)
     assert stack.child("redis").restarts >= 1
     assert stack.redispatched() > before  # the lost ones were sent again by the sweep
+
+
+def test_a_worker_that_stops_taking_messages_is_restarted(stack: Stack) -> None:
+    # Celery's own control command leaves the worker alive and beating but deaf to its queue: the
+    # state a broker reconnection has been seen to leave it in (rca.heartbeats.ConsumerWatch).
+    restarts = stack.child("worker").restarts
+    control = Celery(broker=stack.env["REDIS_URL"])
+    replies = control.control.cancel_consumer(
+        "celery", destination=[f"faults@{socket.gethostname()}"], reply=True, timeout=10
+    )
+    assert replies, "the worker did not answer the control command"
+    post_groups(stack, "deaf", 2)
+    finished_exactly_once(stack, "deaf", 2)
+    assert stack.child("worker").restarts == restarts + 1
 
 
 @pytest.mark.parametrize("which", ["child", "main"])

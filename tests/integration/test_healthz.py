@@ -145,3 +145,59 @@ def wait_until(condition, timeout: float) -> None:  # type: ignore[no-untyped-de
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.1)
+
+
+# --- a worker alive but deaf to its queues --------------------------------------------------------------
+
+
+@pytest.fixture
+def queue() -> Iterator[tuple[str, object]]:
+    """A Redis list of its own on the test broker, as a queue the watched worker would take from."""
+    conn = heartbeats.client(1.0)
+    name = f"rootline-test-watch-{time.monotonic_ns()}"
+    yield name, conn
+    conn.delete(name)
+
+
+def test_a_consumer_is_deaf_only_after_messages_waited_a_window_with_a_slot_free(queue) -> None:  # type: ignore[no-untyped-def]
+    name, conn = queue
+    busy = [0]
+    watch = heartbeats.ConsumerWatch((name,), slots=2, busy=lambda: busy[0], window_s=10.0, last_received=0.0)
+    assert not watch.deaf(conn, now=100.0)  # nothing waiting
+    conn.rpush(name, "message")
+    assert not watch.deaf(conn, now=101.0)  # waiting from now on
+    assert not watch.deaf(conn, now=110.0)
+    assert watch.deaf(conn, now=111.0)  # a window of waiting with a slot free
+
+    watch.last_received = 112.0  # it took a message: the wait counts from there
+    assert not watch.deaf(conn, now=121.0)
+    assert watch.deaf(conn, now=122.0)
+
+    busy[0] = 2  # every slot taken: waiting messages are the worker being busy, not deaf
+    assert not watch.deaf(conn, now=200.0)
+    busy[0] = 1
+    assert not watch.deaf(conn, now=201.0)  # the wait starts over
+    assert watch.deaf(conn, now=211.0)
+
+    conn.delete(name)
+    assert not watch.deaf(conn, now=300.0)  # drained: the wait starts over
+    conn.rpush(name, "message")
+    assert not watch.deaf(conn, now=305.0)
+
+    unreachable = heartbeats.redis.Redis(port=1, socket_connect_timeout=0.5)
+    assert not watch.deaf(unreachable, now=400.0)  # a broker that cannot be read proves nothing
+    assert not watch.deaf(conn, now=401.0)
+
+
+def test_a_deaf_worker_stops_beating_and_ends_itself(queue, restore_reliability: None) -> None:  # type: ignore[no-untyped-def]
+    _reliability(heartbeat_stale_s=0.4)
+    name, conn = queue
+    conn.rpush(name, "message")
+    ended: list[float] = []
+    watch = heartbeats.ConsumerWatch((name,), slots=1, busy=lambda: 0, window_s=1.0)
+    beating = heartbeats.Heartbeat("deaf@test", ("worker",), watch, on_deaf=ended.append)
+    beating.start()
+    beating.join(timeout=10)
+    assert not beating.is_alive()
+    assert ended == [1.0]  # asked to end the process, with the window as its grace
+    wait_until(lambda: not any(h["name"] == "deaf@test" for h in heartbeats.live(conn, "worker")), 5)

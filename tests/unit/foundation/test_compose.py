@@ -46,3 +46,9 @@ def test_app_env_wiring_and_loopback_ports() -> None:
     for service in COMPOSE["services"].values():
         for port in service.get("ports", []):
             assert port.startswith("127.0.0.1:"), port
+
+
+def test_the_app_processes_are_started_again_when_they_end() -> None:
+    # A worker deaf to its queues ends itself (rca.heartbeats); only a restart policy brings it back.
+    for name in ("web", "worker", "beat"):
+        assert COMPOSE["services"][name]["restart"] == "unless-stopped", name
