@@ -159,26 +159,33 @@ def test_env() -> dict[str, str]:
     return env
 
 
-# The safety core's own tests, run a second time under branch coverage (see cmd_test).
+# The safety core's own tests, run under branch coverage (see cmd_test), and the other unit tests.
 CORE_TESTS = "tests/unit/core"
+UNIT_TESTS = "tests/unit"
 
 
 def cmd_test(args: argparse.Namespace) -> int:
-    """Install everything, start PostgreSQL and Redis if needed, run the whole suite, then hold the safety
-    core to full branch coverage by its own tests. With pytest arguments, run just those."""
+    """Install everything, start PostgreSQL and Redis if needed, run the whole suite (the unit tests one
+    process per core), holding the safety core to full branch coverage by its own tests. With pytest
+    arguments, run just those."""
     ensure_venv("[dev]")
     ensure_system_services(need_chromium=True)
     env = test_env()
     pytest = [str(PY), "-m", "pytest"]
-    code = subprocess.run([*pytest, *args.pytest_args], cwd=ROOT, env=env, check=False).returncode  # noqa: S603
-    if code != 0 or args.pytest_args:
-        return code
-    # Coverage is measured on the core's own tests only: tracing the whole suite made the unit tests alone
-    # 45 % slower (200 s -> 291 s here), for figures nothing read; the core's tests cover every branch.
+    if args.pytest_args:
+        return subprocess.run([*pytest, *args.pytest_args], cwd=ROOT, env=env, check=False).returncode  # noqa: S603
+    # The unit tests share no server but the test database (pytest-django gives each process its own
+    # copy), so they run in one process per core; the rest start servers and workers on a shared Redis
+    # and ArcadeDB and run one at a time. The core's tests run last, under coverage.
     cov = ["--cov=rca.core", "--cov-branch", "--cov-report=", "--cov-config=pyproject.toml"]
-    code = subprocess.run([*pytest, "-q", *cov, CORE_TESTS], cwd=ROOT, env=env, check=False).returncode  # noqa: S603
-    if code != 0:
-        return code
+    for stage in (
+        ["-n", "auto", UNIT_TESTS, f"--ignore={CORE_TESTS}"],
+        ["tests", f"--ignore={UNIT_TESTS}"],
+        ["-q", *cov, CORE_TESTS],
+    ):
+        code = subprocess.run([*pytest, *stage], cwd=ROOT, env=env, check=False).returncode  # noqa: S603
+        if code != 0:
+            return code
     return sh(
         PY,
         "-m",
