@@ -102,8 +102,9 @@ def _beat_as_worker(sender: Any = None, **_: Any) -> None:
     roles = tuple(QUEUE_ROLES[q] for q in queues if q in QUEUE_ROLES)
     if not roles:
         return
-    slots = int(sender.controller.concurrency)
+    slots = int(sender.pool.num_processes)  # what it runs at once: 1 for a solo pool, whatever --concurrency
     _CONSUMER[:] = [watch_consumer(queues, slots, lambda: len(worker_state.reserved_requests))]
+    log.info("watching %s with %d slot(s) for a deaf consumer", ", ".join(queues), slots)
     start(roles, watch=_CONSUMER[0])
 
 
