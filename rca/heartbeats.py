@@ -89,8 +89,10 @@ class ConsumerWatch:
     slots: int
     busy: Callable[[], int]  # messages the worker holds (running or reserved)
     window_s: float
+    paused_s: float  # a gap this long between two looks means this process itself was stopped
     last_received: float = field(default_factory=time.monotonic)
     waiting_since: float | None = None
+    looked_at: float | None = None
 
     def received(self) -> None:
         """A message reached the worker."""
@@ -98,13 +100,18 @@ class ConsumerWatch:
 
     def deaf(self, conn: redis.Redis, now: float) -> bool:
         """Read the queues' lengths; whether the consumer has been deaf for the window. A broker that
-        cannot be read proves nothing: the wait starts over."""
+        cannot be read proves nothing, nor does a wait this process slept through (stopped, or starved
+        of CPU): either way the wait starts over."""
+        slept = self.looked_at is not None and now - self.looked_at >= self.paused_s
+        self.looked_at = now
         try:
             waiting = sum(int(conn.llen(queue)) for queue in self.queues)
         except redis.RedisError:
             waiting = 0
-        if waiting == 0 or self.busy() >= self.slots:
+        stuck = waiting > 0 and self.busy() < self.slots  # messages wait while a slot is free
+        if not stuck or slept:
             self.waiting_since = None
+        if not stuck:
             return False
         if self.waiting_since is None:
             self.waiting_since = now
@@ -184,4 +191,4 @@ def watch_consumer(queues: tuple[str, ...], slots: int, busy: Callable[[], int])
     """A `ConsumerWatch` of a worker taking `queues` with `slots` pool processes, its window
     DEAF_AFTER_STALE_PERIODS stale periods."""
     stale = settings.ROOTLINE_RELIABILITY.heartbeat_stale_s
-    return ConsumerWatch(queues, slots, busy, window_s=DEAF_AFTER_STALE_PERIODS * stale)
+    return ConsumerWatch(queues, slots, busy, window_s=DEAF_AFTER_STALE_PERIODS * stale, paused_s=stale)

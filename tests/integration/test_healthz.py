@@ -162,7 +162,9 @@ def queue() -> Iterator[tuple[str, object]]:
 def test_a_consumer_is_deaf_only_after_messages_waited_a_window_with_a_slot_free(queue) -> None:  # type: ignore[no-untyped-def]
     name, conn = queue
     busy = [0]
-    watch = heartbeats.ConsumerWatch((name,), slots=2, busy=lambda: busy[0], window_s=10.0, last_received=0.0)
+    watch = heartbeats.ConsumerWatch(
+        (name,), slots=2, busy=lambda: busy[0], window_s=10.0, paused_s=50.0, last_received=0.0
+    )
     assert not watch.deaf(conn, now=100.0)  # nothing waiting
     conn.rpush(name, "message")
     assert not watch.deaf(conn, now=101.0)  # waiting from now on
@@ -187,6 +189,12 @@ def test_a_consumer_is_deaf_only_after_messages_waited_a_window_with_a_slot_free
     unreachable = heartbeats.redis.Redis(port=1, socket_connect_timeout=0.5)
     assert not watch.deaf(unreachable, now=400.0)  # a broker that cannot be read proves nothing
     assert not watch.deaf(conn, now=401.0)
+    assert watch.deaf(conn, now=411.0)
+
+    # A wait the process itself slept through (stopped, starved) is no proof: it starts over.
+    assert not watch.deaf(conn, now=470.0)
+    assert not watch.deaf(conn, now=479.0)
+    assert watch.deaf(conn, now=480.0)
 
 
 def test_a_deaf_worker_stops_beating_and_ends_itself(queue, restore_reliability: None) -> None:  # type: ignore[no-untyped-def]
@@ -194,7 +202,7 @@ def test_a_deaf_worker_stops_beating_and_ends_itself(queue, restore_reliability:
     name, conn = queue
     conn.rpush(name, "message")
     ended: list[float] = []
-    watch = heartbeats.ConsumerWatch((name,), slots=1, busy=lambda: 0, window_s=1.0)
+    watch = heartbeats.ConsumerWatch((name,), slots=1, busy=lambda: 0, window_s=1.0, paused_s=5.0)
     beating = heartbeats.Heartbeat("deaf@test", ("worker",), watch, on_deaf=ended.append)
     beating.start()
     beating.join(timeout=10)
