@@ -307,6 +307,12 @@ class Supervisor:
             self.check()
             time.sleep(self.POLL_S)
 
+    def kill(self) -> None:
+        """SIGKILL every child's process group at once (a second Ctrl-C while `stop()` waits)."""
+        for child in self.children:
+            if child.proc is not None:
+                _kill_group(child.proc.pid, signal.SIGKILL)
+
     def stop(self, timeout: float = 20.0) -> None:
         """SIGTERM every child (newest first), wait up to `timeout` for each, then SIGKILL its group."""
         for child in reversed(self.children):
@@ -362,20 +368,37 @@ def start_embedded_redis(supervisor: Supervisor) -> str:
     return "redis://127.0.0.1:6390/0"
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+class Interrupt:
+    """The handler of SIGINT and SIGTERM: the first stops `dev.py run` (a KeyboardInterrupt, then the
+    supervisor's orderly stop); another, while that stop waits on its processes, kills them at once
+    instead of cutting the stop short and leaving them running (Ctrl-C twice; `timeout`, which
+    forwards the signal it gets to the process that got it too)."""
+
+    def __init__(self, supervisor: Supervisor) -> None:
+        self.supervisor = supervisor
+        self.stopping = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        """Stop, or hurry a stop under way."""
+        if self.stopping:
+            say("killing every process now")
+            self.supervisor.kill()
+            return
+        self.stopping = True
+        raise KeyboardInterrupt
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Bring up the app on its embedded defaults at http://127.0.0.1:8000."""
+    supervisor = Supervisor()
     # SIGTERM (and SIGINT even when started in the background) shut everything down like Ctrl-C.
-    signal.signal(signal.SIGTERM, _interrupt)
-    signal.signal(signal.SIGINT, _interrupt)
+    interrupt = Interrupt(supervisor)
+    signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGINT, interrupt)
     ensure_venv("")
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.setdefault("SECRET_KEY", secret_file("secret_key", 48))
     env.setdefault("ROOTLINE_LOG_FORMAT", "text")  # a terminal; production logs JSON lines
-    supervisor = Supervisor()
     redis_url = env.get("REDIS_URL", "redis://127.0.0.1:6379/0")
     parsed = urlparse(redis_url)
     if not port_open(parsed.hostname or "127.0.0.1", parsed.port or 6379):
@@ -428,7 +451,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 0
     finally:
-        say("stopping")
+        interrupt.stopping = True  # from here on a signal hurries the stop (Interrupt)
+        say("stopping (Ctrl-C again kills everything at once)")
         supervisor.stop()
         if embedded_graph:
             subprocess.run([*manage, "graphserver", "stop"], cwd=ROOT, env=env, check=False)  # noqa: S603

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 
 import pytest
@@ -44,3 +45,17 @@ def test_stop_ends_every_process(supervisor) -> None:  # type: ignore[no-untyped
     assert all(s.proc.poll() is None for s in sleepers)
     supervisor.stop(timeout=5)
     assert all(s.proc.poll() is not None for s in sleepers)
+
+
+def test_kill_cuts_a_stop_short_and_leaves_nothing_running(supervisor) -> None:  # type: ignore[no-untyped-def]
+    # A process that ignores SIGTERM would hold stop() for its whole timeout; a second Ctrl-C calls kill().
+    stubborn = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
+    child = supervisor.start("stubborn", [sys.executable, "-c", stubborn], dict(os.environ))
+    time.sleep(0.5)  # its handler is installed
+    timer = threading.Timer(1.0, supervisor.kill)
+    timer.start()
+    started = time.monotonic()
+    supervisor.stop(timeout=30)
+    timer.join()
+    assert child.proc.poll() is not None
+    assert time.monotonic() - started < 15  # far short of the 30 s the stop would have waited
