@@ -103,7 +103,7 @@ def baro_inputs(data: Path, selection: Selection, folder: Path) -> list[dict[str
     items: list[dict[str, object]] = []
     for i, ref in enumerate(selection.refs()):
         case = load_case(data, ref)
-        incident, baseline = windows(case.source, case.alert.fired_at, config)
+        incident, baseline = windows(case.source, case.alert, config)
         normal, anomalous = metrics_frame(case, baseline), metrics_frame(case, incident)
         frame = pd.concat([normal, anomalous]).ffill().bfill().fillna(0.0)
         path = folder / f"{i:04d}.csv"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -20,6 +21,10 @@ from rca.tools.base import ToolContext
 from rca.tools.registry import ALL_TOOLS, instances, record_facts, seedings, usable
 
 MINUTE = 60.0
+# A baseline's median and MAD need three samples (rca.tools.stats.deviation reads none from fewer).
+BASELINE_SAMPLES = 3
+# A window starting this long after a sample leaves that sample to the baseline (windows are [start, end)).
+_AFTER = 1e-3
 
 
 @dataclass(frozen=True)
@@ -49,16 +54,39 @@ class EngineConfig:
     policy: Callable[[], Policy] = OfflinePolicy
 
 
-def windows(source: TelemetrySource, onset: float, config: EngineConfig) -> tuple[TimeWindow, TimeWindow]:
-    """The incident window and the baseline window for an alert firing at `onset`."""
+def windows(source: TelemetrySource, alert: Alert, config: EngineConfig) -> tuple[TimeWindow, TimeWindow]:
+    """The incident window and the baseline window for `alert`.
+
+    The incident window reaches `before_onset_s` back from the alert, and the baseline is the source's
+    normal recording or else what it holds before the window. When that part holds fewer than
+    `BASELINE_SAMPLES` samples of the alerting entity (the recording began shortly before the alert),
+    the window starts after the entity's first `BASELINE_SAMPLES` samples instead, if they came before
+    the alert: they are the only normal the recording holds, and without them no deviation is measured."""
+    onset = alert.fired_at
     held = source.time_range()
     start = min(max(held.start, onset - config.before_onset_s), held.end)
+    before = source.baseline_window(start)
+    if before is None or before.end == start:
+        stamps = _sample_times(
+            source, alert.entity, TimeWindow(before.start if before else held.start, onset)
+        )
+        if sum(1 for t in stamps if t < start) < BASELINE_SAMPLES <= len(stamps):
+            start = max(start, stamps[BASELINE_SAMPLES - 1] + _AFTER)
     incident = TimeWindow(start, max(start, min(held.end, onset + config.after_onset_s)))
     baseline = source.baseline_window(incident.start)
     if baseline is None:
         begin = max(held.start, incident.start - config.baseline_s)
         baseline = TimeWindow(min(begin, incident.start), incident.start)
     return incident, baseline
+
+
+def _sample_times(source: TelemetrySource, entity: str, window: TimeWindow) -> list[float]:
+    """When the entity's first metric was sampled inside `window`, in order."""
+    names = list(source.metric_names(entity))[:1]
+    series = source.metrics(entity, window, names)[:1] if names else []
+    return sorted(
+        float(t) for s in series for t, v in zip(s.timestamps, s.values, strict=True) if math.isfinite(v)
+    )
 
 
 def investigate(
@@ -71,7 +99,7 @@ def investigate(
     progress: Progress | None = None,
 ) -> InvestigationResult:
     """Investigate one incident: seed suspects, run the gated loop, conclude from what the tools recorded."""
-    incident, baseline = windows(source, alert.fired_at, config)
+    incident, baseline = windows(source, alert, config)
     ctx = ToolContext(source, alert, incident, baseline, source.topology())
     available = source.modalities()
     specs = usable(config.tools, available)

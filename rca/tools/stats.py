@@ -20,6 +20,7 @@ from enum import StrEnum
 
 import numpy as np
 import ruptures
+import scipy.stats
 
 from rca.core.verdict import DEFAULT_THRESHOLDS
 from rca.telemetry.model import Direction, FloatArray, MetricSeries
@@ -45,6 +46,21 @@ SUSTAINED_SAMPLES = 2
 # The standard deviation of a value spread evenly over an interval is its width / sqrt(12) (the uniform
 # distribution's; quantisation noise): what a value known only to its histogram bucket is uncertain by.
 UNIFORM_SIGMA_PER_WIDTH = 1.0 / math.sqrt(12.0)
+
+
+def _decisive_samples() -> int:
+    """The fewest baseline points whose spread lets a deviation decide: a spread estimated from n points
+    makes a z-score Student's t with n - 1 degrees of freedom, so being as sure as `KNEE` sigma of a
+    known spread takes t's quantile at the normal's `KNEE`-sigma tail; while that quantile exceeds the
+    discovery convention (`DISCOVERY_SIGMA`) the baseline is too short to decide anything (7 points)."""
+    tail = float(scipy.stats.norm.cdf(KNEE))
+    n = 2
+    while float(scipy.stats.t.ppf(tail, n - 1)) > DISCOVERY_SIGMA:
+        n += 1
+    return n
+
+
+DECISIVE_SAMPLES = _decisive_samples()
 
 
 class Family(StrEnum):
@@ -94,6 +110,12 @@ class Deviation:
     observed: float  # the window's representative value
     relative: float  # (observed - baseline) / |baseline| (inf when the baseline is 0)
     spread: float = 1.0  # the baseline spread the z-score is measured in
+    samples: int = 0  # how many baseline points the spread was estimated from
+
+    @property
+    def thin(self) -> bool:
+        """Whether the baseline held too few points for the deviation to decide (`DECISIVE_SAMPLES`)."""
+        return self.samples < DECISIVE_SAMPLES
 
     @property
     def rise(self) -> float:
@@ -268,7 +290,9 @@ def deviation(
     if seen_before:
         z = min(z, KNEE)
     relative = (observed - med) / abs(med) if med != 0 else (math.inf if observed != med else 0.0)
-    return Deviation(z=z, baseline=med, observed=observed, relative=relative, spread=spread)
+    return Deviation(
+        z=z, baseline=med, observed=observed, relative=relative, spread=spread, samples=base.size
+    )
 
 
 def deviation_from(

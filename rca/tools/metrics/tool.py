@@ -94,6 +94,7 @@ class MetricsTool:
                 (f"{cause}, which explains it", cause is not None),
                 ("a client-side view, not a component", is_view(ctx.graph, hypothesis.entity)),
                 ("no data before onset", not finding.anchored),
+                (f"a baseline of {dev.samples} points", dev.thin),
                 (f"{family.value} explains a {symptom.value if symptom else ''} alert only in part", partial),
                 (f"{span_z[1]} moved {span_z[0]:.1f} sigma" if span_z else "", span_z is not None),
                 ("none of its callers waits longer on it", unwaited),
@@ -203,13 +204,16 @@ class MetricsTool:
         rival = max((f.deviation.z for f in others), default=0.0)
         lead = z / rival if rival > 0 else float("inf")
         noise = peer_noise(ctx, best.family)
-        score = origin_score(z, noise, lead, best.anchored, dominance=dominance_for(best.family))
         dev = best.deviation
+        score = origin_score(
+            z, noise, lead, best.anchored and not dev.thin, dominance=dominance_for(best.family)
+        )
         summary = (
             f"metrics: {entity} {what} {name}: {best.metric} {dev.baseline:.4g} -> {dev.observed:.4g} "
             f"({z:.1f} sigma; peers deviate {noise:.1f}"
             + (f"; its other {what}s at most {rival:.1f})" if others else f"; the only {what} measured)")
             + ("" if best.anchored else "; no data before onset")
+            + (f"; a baseline of {dev.samples} points" if dev.thin else "")
         )
         return ToolResult(
             summary=summary,

@@ -169,3 +169,31 @@ def test_a_missing_or_malformed_calibration_file_is_named(tmp_path: Path) -> Non
         load_calibration(bad)
     with pytest.raises(CalibrationError, match=r"missing\.json"):
         load_calibration(tmp_path / "missing.json")
+
+
+def test_a_recording_that_begins_shortly_before_the_alert_keeps_its_first_samples_as_baseline() -> None:
+    from rca.investigation.engine import windows
+
+    # Five minutes of record before the alert (it fires two minutes after the onset): a 10-minute window
+    # would swallow them all and leave no baseline.
+    source, alert = build(CHAIN, cpu_in_payment(), history=3)
+    incident, baseline = windows(source, alert, EngineConfig())
+    held = source.time_range()
+    assert baseline.start == held.start
+    assert held.start + 2 * 60 < baseline.end == incident.start < held.start + 3 * 60  # after the 3rd sample
+    assert incident.end == alert.fired_at + EngineConfig().after_onset_s
+    result = investigate(source, alert)
+    assert result.candidates[0].entity == "payment"
+    assert result.exit == "no_confident_root_cause"  # three points of normal decide nothing
+
+
+def test_the_window_is_not_cut_when_the_record_before_the_alert_is_too_short_or_long_enough() -> None:
+    from rca.investigation.engine import windows
+
+    two, alert = build(CHAIN, cpu_in_payment(), history=0)  # two samples before the alert: no baseline
+    incident, baseline = windows(two, alert, EngineConfig())
+    assert incident.start == two.time_range().start
+    assert baseline.seconds == 0
+    full, alert = build(CHAIN, cpu_in_payment())
+    incident, baseline = windows(full, alert, EngineConfig())
+    assert incident.start == alert.fired_at - EngineConfig().before_onset_s == baseline.end

@@ -25,7 +25,7 @@ def _run(scores: dict[str, float], seeds: int, turns: int = 10) -> tuple[list[st
     """(entities examined in order, whether the tree validated a root cause), with a metrics tool that
     answers `scores[entity]` for every hypothesis (0.5, inconclusive, for an entity not named)."""
     source, alert = build(CHAIN, {})
-    incident, baseline = windows(source, alert.fired_at, EngineConfig())
+    incident, baseline = windows(source, alert, EngineConfig())
     ctx = ToolContext(source, alert, incident, baseline, source.topology())
 
     def metrics(h: Hypothesis) -> float | None:

@@ -77,7 +77,7 @@ def test_a_view_ranks_behind_the_component_it_may_stand_for() -> None:
     edges = [("frontend", "search"), ("frontend", "search_remote")]
     faults = {("search", "latency_p90"): 3.0, ("search_remote", "latency_p90"): 3.2}
     source, alert = build(edges, faults, kinds={"search_remote": "remote"})
-    incident, baseline = windows(source, alert.fired_at, EngineConfig())
+    incident, baseline = windows(source, alert, EngineConfig())
     ctx = ToolContext(source, alert, incident, baseline, source.topology())
     metrics = next(s.seeding for s in SPECS if s.name == "metrics")
     assert metrics is not None

@@ -90,7 +90,7 @@ def test_refuted_details_demote_their_kind_and_the_loop_backtracks_to_its_siblin
         "metrics": ScriptedTool("metrics", Source.METRICS, metrics),
         "traces": ScriptedTool("traces", Source.TRACES, traces),
     }
-    incident, baseline = windows(source, alert.fired_at, EngineConfig())
+    incident, baseline = windows(source, alert, EngineConfig())
     ctx = ToolContext(source, alert, incident, baseline, source.topology())
     controller = Controller(ctx, OfflinePolicy(), tools, LoopSettings())
     outcome = controller.run(
@@ -138,7 +138,7 @@ def test_a_detail_naming_another_release_is_not_supported_by_the_changes_tool() 
     case = _dev_case("changerca-ob", "changerca/2023-09-22_1")
     result = investigate(case.source, case.alert)
     assert result.root_cause is not None
-    incident, baseline = windows(case.source, case.alert.fired_at, EngineConfig())
+    incident, baseline = windows(case.source, case.alert, EngineConfig())
     ctx = ToolContext(case.source, case.alert, incident, baseline, case.source.topology())
     other = Hypothesis("x", result.root_cause.entity, "bad_deploy", "p", detail="change:v9-not-this-one")
     answer = ChangesTool().run(ctx, other)

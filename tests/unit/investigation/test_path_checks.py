@@ -19,7 +19,7 @@ CHAIN = [("frontend", "checkout"), ("checkout", "payment"), ("frontend", "catalo
 
 
 def _context(source, alert) -> ToolContext:  # type: ignore[no-untyped-def]
-    incident, baseline = windows(source, alert.fired_at, EngineConfig())
+    incident, baseline = windows(source, alert, EngineConfig())
     return ToolContext(source, alert, incident, baseline, source.topology())
 
 

@@ -21,7 +21,7 @@ def two_alike() -> dict[tuple[str, str], float]:
 
 def _suspects(priors: dict[str, float] | None) -> dict[str, float]:
     source, alert = build(CHAIN, two_alike())
-    incident, baseline = windows(source, alert.fired_at, EngineConfig())
+    incident, baseline = windows(source, alert, EngineConfig())
     ctx = ToolContext(source, alert, incident, baseline, source.topology())
     ranked = seed(ctx, seedings(usable(ALL_TOOLS, source.modalities())), priors)
     return {s.entity: s.score for s in ranked}

@@ -17,7 +17,7 @@ CHAIN = [("frontend", "checkout"), ("checkout", "payment"), ("payment", "db")]
 
 
 def _ctx(source, alert) -> ToolContext:  # type: ignore[no-untyped-def]
-    incident, baseline = windows(source, alert.fired_at, EngineConfig())
+    incident, baseline = windows(source, alert, EngineConfig())
     return ToolContext(source, alert, incident, baseline, source.topology())
 
 
@@ -214,14 +214,16 @@ def test_a_worse_change_beside_an_unchanged_service_contests_its_metrics() -> No
 
 
 def test_a_thin_reference_ranks_but_never_proves() -> None:
-    from rca.tools.metrics.profile import short_reference_z
-
-    # Two minutes of history before onset: no robust baseline, still a clear rise at `payment`.
+    # Two minutes of history before onset: the window starts after the recording's first three samples,
+    # which are all the baseline there is: a clear rise at `payment`, measured against too few points to
+    # decide (rca.tools.stats.DECISIVE_SAMPLES).
     faults = {("payment", "latency_p90"): 4.0, ("checkout", "latency_p90"): 4.0}
     source, alert = build(CHAIN, faults, starts=dict.fromkeys(faults, 62), history=2)
     ctx = _ctx(source, alert)
-    assert metric_profile(ctx, "payment").z(Family.LATENCY) == 0.0
-    assert short_reference_z(ctx, "payment", Family.LATENCY) > 3.0
+    finding = metric_profile(ctx, "payment").findings[Family.LATENCY]
+    assert finding.deviation.samples == 3
+    assert finding.deviation.thin
+    assert finding.deviation.z > 3.0
     result = investigate(source, alert)
     assert result.exit == "no_confident_root_cause"
     assert result.candidates[0].entity == "payment"  # checkout's rise is payment's

@@ -47,7 +47,7 @@ def test_a_recordings_frames_are_those_built_from_its_records() -> None:
     assert isinstance(source, SpanTable)
     assert isinstance(source, LogTable)
     assert not isinstance(Listed(source), SpanTable | LogTable)
-    incident, baseline = windows(source, case.alert.fired_at, EngineConfig())
+    incident, baseline = windows(source, case.alert, EngineConfig())
     entities = sorted({*source.topology().names(), case.alert.entity})
     sizes = []
     for window in (incident, baseline):

@@ -115,3 +115,15 @@ def test_beyond_normal_reads_the_bad_direction_at_five_sigma() -> None:
     assert list(beyond) == [False, True, False]
     assert stats.beyond_normal(baseline, values, Direction.BOTH, 0.02, 0.0) is None
     assert stats.beyond_normal(baseline[:2], values, Direction.UP, 0.02, 0.0) is None
+
+
+def test_a_deviation_from_fewer_than_seven_baseline_points_cannot_decide() -> None:
+    # Student's t at the normal's 3-sigma tail: 5.51 with 5 degrees of freedom, 4.90 with 6.
+    assert stats.DECISIVE_SAMPLES == 7
+    window = np.full(5, 30.0)
+    six = stats.deviation(np.array([10.0, 10.2, 9.9, 10.1, 9.8, 10.0]), window, Direction.UP)
+    seven = stats.deviation(np.array([10.0, 10.2, 9.9, 10.1, 9.8, 10.0, 10.1]), window, Direction.UP)
+    assert six is not None
+    assert seven is not None
+    assert (six.samples, six.thin, seven.samples, seven.thin) == (6, True, 7, False)
+    assert six.z > stats.DISCOVERY_SIGMA  # thin is not small: it ranks, it does not decide
