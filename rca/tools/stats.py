@@ -205,6 +205,35 @@ def _beyond(values: FloatArray, med: float, spread: float, direction: Direction)
         return np.asarray(sign * (values - med) / spread > DISCOVERY_SIGMA)
 
 
+def _episodes(values: FloatArray, med: float, spread: float, direction: Direction) -> np.ndarray | None:
+    """Which of the baseline's `values` (finite, in time order) belong to its episodes (see
+    `_seen_outside_episodes`); None when its excursions are no episodes: there are none, one is a spike,
+    or the last is still on at the baseline's end."""
+    beyond = _beyond(values, med, spread, direction)
+    if not beyond.any() or beyond[-1]:
+        return None
+    if min(b - a for a, b in _runs(beyond)) < SUSTAINED_SAMPLES:  # a spike: a pattern, not an episode
+        return None
+    return beyond
+
+
+def outside_episodes(
+    baseline: FloatArray,
+    direction: Direction,
+    relative_floor: float = RELATIVE_FLOOR,
+    resolution: float = 0.0,
+) -> FloatArray:
+    """The baseline's finite values (in time order) without its episodes: an earlier incident the entity
+    came out of was not its normal (`_seen_outside_episodes`)."""
+    values = baseline[np.isfinite(baseline)]
+    if values.size < 3 or direction is Direction.BOTH:
+        return values
+    ordered = np.sort(values)
+    med = _median_sorted(ordered)
+    episodes = _episodes(values, med, _spread(ordered, med, relative_floor, resolution), direction)
+    return values if episodes is None else values[~episodes]
+
+
 def _seen_outside_episodes(
     baseline: FloatArray, med: float, spread: float, direction: Direction, observed: float
 ) -> bool:
@@ -217,12 +246,10 @@ def _seen_outside_episodes(
     a one-sample spike shows a recurring pattern rather than episodes, and one that ends in an
     excursion is still in it: both keep every value. `baseline` is in time order."""
     values = baseline[np.isfinite(baseline)]
-    beyond = _beyond(values, med, spread, direction)
-    if not beyond.any() or beyond[-1]:
+    episodes = _episodes(values, med, spread, direction)
+    if episodes is None:
         return True
-    if min(b - a for a, b in _runs(beyond)) < SUSTAINED_SAMPLES:  # a spike: a pattern, not an episode
-        return True
-    normal = np.sort(values[~beyond])
+    normal = np.sort(values[~episodes])
     if direction is Direction.UP:
         return observed <= _quantile_sorted(normal, BASELINE_CEILING)
     return observed >= _quantile_sorted(normal, 1 - BASELINE_CEILING)
@@ -309,16 +336,22 @@ def peak_z(
     direction: Direction,
     relative_floor: float = RELATIVE_FLOOR,
     resolution: float = 0.0,
+    held: int = 1,
 ) -> float:
     """How far the window's single worst point lies beyond everything the baseline ever showed, in
     baseline spreads (0 when it stays within the baseline's range or either side is too short).
 
     Not evidence of a fault (one minute proves nothing), but evidence against "it did not move": a burst
-    of failures covering a few minutes escapes the window quantile `deviation` reads."""
+    of failures covering a few minutes escapes the window quantile `deviation` reads. With `held` > 1 the
+    window's point is the worst level it held for `held` consecutive samples (an episode, not a spike)."""
     base = np.sort(baseline[np.isfinite(baseline)])
     win = window[np.isfinite(window)]
-    if base.size < 3 or win.size < 1:
+    if base.size < 3 or win.size < held:
         return 0.0
+    if held > 1:
+        runs = np.lib.stride_tricks.sliding_window_view(win, held)
+        lows, highs = runs.min(axis=1), runs.max(axis=1)  # what each stretch of `held` stayed above / below
+        win = {Direction.UP: lows, Direction.DOWN: highs}.get(direction, np.concatenate([lows, highs]))
     med = _median_sorted(base)
     spread = _spread(base, med, relative_floor, resolution)
     up = float(win.max()) - float(base.max())

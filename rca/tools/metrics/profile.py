@@ -45,6 +45,7 @@ from rca.tools.metrics.analysis import (
 from rca.tools.span_metrics import duration_z
 from rca.tools.stats import (
     KNEE,
+    SUSTAINED_SAMPLES,
     Deviation,
     Family,
     beyond_normal,
@@ -54,6 +55,7 @@ from rca.tools.stats import (
     ended_episodes,
     family_of,
     floor_for,
+    outside_episodes,
     peak_z,
     reference_floor,
 )
@@ -242,6 +244,9 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
         dev, anchored = _net_of_pre_onset(dev, window, ctx, direction)
         peak = peak_z(base.values, window.values, direction, floor_for(family), resolution)
         result.peaks[family] = max(result.peaks.get(family, 0.0), peak)
+        normal = outside_episodes(base.values, direction, floor_for(family), resolution)
+        burst = peak_z(normal, window.values, direction, floor_for(family), resolution, SUSTAINED_SAMPLES)
+        result.bursts[family] = max(result.bursts.get(family, 0.0), burst)
         waited = 0.0
         if family is Family.LATENCY:
             waited = waited_z(dev, _client_wait(ctx, by_key, baselines, series))
@@ -595,12 +600,18 @@ def own_cause(ctx: ToolContext, hypothesis: Hypothesis) -> str | None:
     return None
 
 
-def error_burst(ctx: ToolContext, entity: str) -> float:
+def error_burst(ctx: ToolContext, entity: str, sustained: bool = False) -> float:
     """The entity's own worst minute of errors beyond anything its baseline showed, net of the worst its
-    callees show (a callee's burst reaches its callers too)."""
-    mine = metric_profile(ctx, entity).peaks.get(Family.ERRORS, 0.0)
+    callees show (a callee's burst reaches its callers too). `sustained`: the worst level held for
+    `SUSTAINED_SAMPLES` samples beyond anything the baseline showed outside its episodes instead."""
+
+    def worst(e: str) -> float:
+        profile = metric_profile(ctx, e)
+        return (profile.bursts if sustained else profile.peaks).get(Family.ERRORS, 0.0)
+
+    mine = worst(entity)
     callees = [c for c in ctx.graph.callees(entity) if c != entity]
-    theirs = [metric_profile(ctx, c).peaks.get(Family.ERRORS, 0.0) for c in callees]
+    theirs = [worst(c) for c in callees]
     return max(0.0, mine - max(theirs, default=0.0))
 
 

@@ -16,6 +16,7 @@ from rca.tools.metrics.analysis import FamilyFinding
 from rca.tools.metrics.profile import (
     alert_symptom,
     disqualified,
+    error_burst,
     metric_profile,
     own_short_reference_z,
     own_z,
@@ -39,7 +40,7 @@ def scores(ctx: ToolContext) -> dict[str, float]:
     return {
         e: max(
             (
-                w * max(own_z(ctx, e, f)[0], own_short_reference_z(ctx, e, f))
+                w * max(own_z(ctx, e, f)[0], own_short_reference_z(ctx, e, f), _alerting_burst(ctx, e, f))
                 for f, w in weights.items()
                 if not disqualified(ctx, e, f)
             ),
@@ -49,6 +50,16 @@ def scores(ctx: ToolContext) -> dict[str, float]:
         + weights.get(Family.ERRORS, 0.0) * _silence_z(ctx, e)
         for e in ctx.graph.names()
     }
+
+
+def _alerting_burst(ctx: ToolContext, entity: str, family: Family) -> float:
+    """For the alerting entity's errors, its own burst of failures held for more than a sample beyond
+    anything its baseline showed outside its episodes, net of its callees' (`error_burst`): the alert
+    watched these failures, and a few failing minutes escape the window quantile `own_z` reads. With no
+    callee failing as much, they began at the entity itself (the deepest failing entity is the origin)."""
+    if family is not Family.ERRORS or entity != ctx.alert.entity:
+        return 0.0
+    return error_burst(ctx, entity, sustained=True)
 
 
 def _silence_z(ctx: ToolContext, entity: str) -> float:
@@ -68,7 +79,10 @@ def kind_hint(ctx: ToolContext, entity: str) -> FaultKind | None:
     if alert_symptom(ctx) is Family.ERRORS and own_z(ctx, entity, Family.ERRORS)[0] > KNEE:
         return FaultKind.ERRORS
     weights = EXPLAINS[symptom_family(ctx.alert.metric)]
-    moved = [(own_z(ctx, entity, f)[0], weights.get(f, 0.0), f) for f in KIND_OF_FAMILY]
+    moved = [
+        (max(own_z(ctx, entity, f)[0], _alerting_burst(ctx, entity, f)), weights.get(f, 0.0), f)
+        for f in KIND_OF_FAMILY
+    ]
     over = [(z * w, f) for z, w, f in moved if z > KNEE]
     if not over:
         return None

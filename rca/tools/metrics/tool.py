@@ -105,8 +105,14 @@ class MetricsTool:
         ]
         explained = f"; {culprit} shows {raw - own:.1f} of it" if culprit else ""
         # Errors come in bursts: a few failing minutes escape the window quantile, yet an entity that
-        # failed as it never did in its baseline did move, so its metrics cannot clear it.
-        burst = Family.ERRORS in families and own < KNEE and error_burst(ctx, hypothesis.entity) >= KNEE
+        # failed as it never did in its baseline (for a moment, or for minutes outside its baseline's
+        # episodes) did move, so its metrics cannot clear it.
+        burst = (
+            Family.ERRORS in families
+            and own < KNEE
+            and max(error_burst(ctx, hypothesis.entity), error_burst(ctx, hypothesis.entity, sustained=True))
+            >= KNEE
+        )
         # A rollout whose new version never reported leaves that version unobserved: the metrics show the
         # old version only, so they cannot clear the entity either.
         unseen = own < KNEE and ctx.record.changes.never_served(hypothesis.entity)

@@ -227,3 +227,36 @@ def test_a_thin_reference_ranks_but_never_proves() -> None:
     result = investigate(source, alert)
     assert result.exit == "no_confident_root_cause"
     assert result.candidates[0].entity == "payment"  # checkout's rise is payment's
+
+
+def _failing_minutes(*services: str) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], int], dict]:  # type: ignore[type-arg]
+    """Two minutes of 5 % failures from the alert's minute on, at each of `services`: a 15-minute
+    window's 80th percentile does not reach them."""
+    keys = [(s, "success_rate") for s in services]
+    return dict.fromkeys(keys, 0.95), dict.fromkeys(keys, 62), dict.fromkeys(keys, 64)
+
+
+def test_a_burst_of_the_alerting_entitys_own_failures_seeds_it_as_an_errors_suspect() -> None:
+    from rca.tools.faults import FaultKind
+    from rca.tools.metrics.seeding import kind_hint, scores
+
+    faults, starts, ends = _failing_minutes("frontend")
+    source, alert = build(CHAIN, faults, starts=starts, ends=ends, alert_metric="success_rate")
+    ctx = _ctx(source, alert)
+    assert metric_profile(ctx, "frontend").z(Family.ERRORS) < 3.0  # the window quantile misses it
+    assert scores(ctx)["frontend"] > 10.0
+    assert kind_hint(ctx, "frontend") is FaultKind.ERRORS
+    result = investigate(source, alert)
+    assert result.candidates[0].entity == "frontend"
+    assert result.exit == "no_confident_root_cause"  # a burst ranks; it does not prove
+
+
+def test_a_burst_seeds_only_the_alerting_entity_and_only_net_of_its_callees() -> None:
+    from rca.tools.metrics.seeding import scores
+
+    faults, starts, ends = _failing_minutes("checkout")
+    ctx = _ctx(*build(CHAIN, faults, starts=starts, ends=ends, alert_metric="success_rate"))
+    assert scores(ctx)["checkout"] < 3.0  # not the entity the alert watched
+    faults, starts, ends = _failing_minutes("frontend", "checkout")
+    ctx = _ctx(*build(CHAIN, faults, starts=starts, ends=ends, alert_metric="success_rate"))
+    assert scores(ctx)["frontend"] < 3.0  # its callee failed as much: the failures began below it

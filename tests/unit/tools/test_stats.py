@@ -127,3 +127,22 @@ def test_a_deviation_from_fewer_than_seven_baseline_points_cannot_decide() -> No
     assert seven is not None
     assert (six.samples, six.thin, seven.samples, seven.thin) == (6, True, 7, False)
     assert six.z > stats.DISCOVERY_SIGMA  # thin is not small: it ranks, it does not decide
+
+
+def test_outside_episodes_drops_an_earlier_incident_and_keeps_a_spiky_pattern() -> None:
+    calm = [100.0, 100.1, 99.9, 100.0, 100.2, 99.8, 100.0, 100.1]
+    dipped = np.array([*calm[:3], 50.0, 55.0, 60.0, *calm[3:]])  # an episode over before the baseline ends
+    assert stats.outside_episodes(dipped, Direction.DOWN, stats.RATE_RELATIVE_FLOOR).tolist() == calm
+    spiky = np.array([*calm[:3], 50.0, *calm[3:]])  # one-sample excursion: a pattern, kept
+    assert stats.outside_episodes(spiky, Direction.DOWN, stats.RATE_RELATIVE_FLOOR).size == spiky.size
+
+
+def test_a_held_peak_reads_the_level_kept_for_that_many_samples() -> None:
+    base = np.array([100.0, 100.1, 99.9, 100.0, 100.2, 99.8, 100.0])
+    spike = np.array([100.0, 90.0, 100.0, 100.0])
+    burst = np.array([100.0, 95.0, 94.0, 100.0])
+    floor = stats.RATE_RELATIVE_FLOOR
+    assert stats.peak_z(base, spike, Direction.DOWN, floor) > 0.0
+    assert stats.peak_z(base, spike, Direction.DOWN, floor, held=2) == 0.0
+    # Held for two samples: 95 (not 94), below the baseline's lowest 99.8, in its spread (the 0.2 floor).
+    assert stats.peak_z(base, burst, Direction.DOWN, floor, held=2) == pytest.approx((99.8 - 95.0) / 0.2)
