@@ -16,7 +16,7 @@ from rca.investigation.controller import Controller, LoopSettings, Progress
 from rca.investigation.policy import OfflinePolicy, Policy
 from rca.investigation.result import InvestigationResult
 from rca.investigation.seed import seed
-from rca.telemetry.model import Alert, TelemetrySource, TimeWindow
+from rca.telemetry.model import Alert, TelemetryError, TelemetrySource, TimeWindow
 from rca.tools.base import ToolContext
 from rca.tools.registry import ALL_TOOLS, instances, record_facts, seedings, usable
 
@@ -67,9 +67,7 @@ def windows(source: TelemetrySource, alert: Alert, config: EngineConfig) -> tupl
     start = min(max(held.start, onset - config.before_onset_s), held.end)
     before = source.baseline_window(start)
     if before is None or before.end == start:
-        stamps = _sample_times(
-            source, alert.entity, TimeWindow(before.start if before else held.start, onset)
-        )
+        stamps = _sample_times(source, alert.entity, before.start if before else held.start, onset)
         if sum(1 for t in stamps if t < start) < BASELINE_SAMPLES <= len(stamps):
             start = max(start, stamps[BASELINE_SAMPLES - 1] + _AFTER)
     incident = TimeWindow(start, max(start, min(held.end, onset + config.after_onset_s)))
@@ -80,10 +78,17 @@ def windows(source: TelemetrySource, alert: Alert, config: EngineConfig) -> tupl
     return incident, baseline
 
 
-def _sample_times(source: TelemetrySource, entity: str, window: TimeWindow) -> list[float]:
-    """When the entity's first metric was sampled inside `window`, in order."""
-    names = list(source.metric_names(entity))[:1]
-    series = source.metrics(entity, window, names)[:1] if names else []
+def _sample_times(source: TelemetrySource, entity: str, begin: float, end: float) -> list[float]:
+    """When the entity's first metric was sampled in [begin, end), in order; none when that span is
+    empty (an alert older than a live source's horizon) or the source cannot answer (an unreachable
+    backend: the tools meet it too, and report it)."""
+    if end <= begin:
+        return []
+    try:
+        names = list(source.metric_names(entity))[:1]
+        series = source.metrics(entity, TimeWindow(begin, end), names)[:1] if names else []
+    except TelemetryError:
+        return []
     return sorted(
         float(t) for s in series for t, v in zip(s.timestamps, s.values, strict=True) if math.isfinite(v)
     )

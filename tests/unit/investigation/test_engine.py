@@ -15,7 +15,7 @@ from rca.investigation.calibration import load_calibration
 from rca.investigation.document import document_of
 from rca.investigation.engine import EngineConfig, investigate
 from rca.investigation.result import Belief
-from rca.telemetry.model import Event, EventKind
+from rca.telemetry.model import Event, EventKind, TelemetryError
 from tests.unit.investigation.scenario import ONSET, build, propagate_latency
 
 CHAIN = [("frontend", "checkout"), ("checkout", "payment"), ("payment", "db"), ("frontend", "catalog")]
@@ -197,3 +197,27 @@ def test_the_window_is_not_cut_when_the_record_before_the_alert_is_too_short_or_
     full, alert = build(CHAIN, cpu_in_payment())
     incident, baseline = windows(full, alert, EngineConfig())
     assert incident.start == alert.fired_at - EngineConfig().before_onset_s == baseline.end
+
+
+class _Unreachable:
+    """A source whose metrics backend cannot be reached (as a live one's may not be)."""
+
+    def __init__(self, inner: object) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+    def metric_names(self, entity: str) -> list[str]:
+        raise TelemetryError("prometheus", "unreachable")
+
+
+def test_the_window_stays_as_it_was_when_the_source_cannot_count_its_samples() -> None:
+    from rca.investigation.engine import windows
+
+    source, alert = build(CHAIN, cpu_in_payment(), history=3)
+    incident, _ = windows(_Unreachable(source), alert, EngineConfig())  # type: ignore[arg-type]
+    assert incident.start == source.time_range().start
+    old = replace(alert, fired_at=source.time_range().start - 3600)  # older than what the source holds
+    incident, _ = windows(source, old, EngineConfig())
+    assert incident.start == source.time_range().start
