@@ -109,8 +109,8 @@ class Deviation:
     baseline: float  # baseline median
     observed: float  # the window's representative value
     relative: float  # (observed - baseline) / |baseline| (inf when the baseline is 0)
+    samples: int  # how many baseline points the spread was estimated from
     spread: float = 1.0  # the baseline spread the z-score is measured in
-    samples: int = 0  # how many baseline points the spread was estimated from
 
     @property
     def thin(self) -> bool:
