@@ -351,7 +351,12 @@ def peak_z(
     if held > 1:
         runs = np.lib.stride_tricks.sliding_window_view(win, held)
         lows, highs = runs.min(axis=1), runs.max(axis=1)  # what each stretch of `held` stayed above / below
-        win = {Direction.UP: lows, Direction.DOWN: highs}.get(direction, np.concatenate([lows, highs]))
+        if direction is Direction.UP:
+            win = lows
+        elif direction is Direction.DOWN:
+            win = highs
+        else:
+            win = np.concatenate([lows, highs])
     med = _median_sorted(base)
     spread = _spread(base, med, relative_floor, resolution)
     up = float(win.max()) - float(base.max())

@@ -74,7 +74,8 @@ class MetricProfile:
     entity: str
     findings: dict[Family, FamilyFinding] = field(default_factory=dict)
     peaks: dict[Family, float] = field(default_factory=dict)  # worst single point beyond the baseline
-    # Worst level held for SUSTAINED_SAMPLES samples beyond the baseline outside its episodes.
+    # Errors only: the worst level held for SUSTAINED_SAMPLES samples beyond the baseline outside its
+    # episodes.
     bursts: dict[Family, float] = field(default_factory=dict)
     # Each family's strongest deviation per instance (None: series of the entity as a whole), for
     # the detail level of a hypothesis: which pod or series carries the entity's fault.

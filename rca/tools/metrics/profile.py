@@ -208,6 +208,24 @@ def _too_few_requests(window: MetricSeries, volumes: dict[str | None, float]) ->
     return too_few_for_quantile(window.name, quantile_volume(window.values, volume))
 
 
+def _record_burst(
+    result: MetricProfile,
+    family: Family,
+    base: MetricSeries,
+    window: MetricSeries,
+    direction: Direction,
+    resolution: float,
+) -> None:
+    """Keep the worst burst of an error series in `result.bursts`: the level it held for
+    `SUSTAINED_SAMPLES` samples beyond its baseline outside that baseline's episodes. Only failures'
+    bursts are read (`error_burst`), so other families are not measured."""
+    if family is not Family.ERRORS:
+        return
+    normal = outside_episodes(base.values, direction, floor_for(family), resolution)
+    burst = peak_z(normal, window.values, direction, floor_for(family), resolution, SUSTAINED_SAMPLES)
+    result.bursts[family] = max(result.bursts.get(family, 0.0), burst)
+
+
 def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
     """The entity's metric profile, computed once per investigation."""
     key = f"metrics.profile.{entity}"
@@ -244,9 +262,7 @@ def metric_profile(ctx: ToolContext, entity: str) -> MetricProfile:
         dev, anchored = _net_of_pre_onset(dev, window, ctx, direction)
         peak = peak_z(base.values, window.values, direction, floor_for(family), resolution)
         result.peaks[family] = max(result.peaks.get(family, 0.0), peak)
-        normal = outside_episodes(base.values, direction, floor_for(family), resolution)
-        burst = peak_z(normal, window.values, direction, floor_for(family), resolution, SUSTAINED_SAMPLES)
-        result.bursts[family] = max(result.bursts.get(family, 0.0), burst)
+        _record_burst(result, family, base, window, direction, resolution)
         waited = 0.0
         if family is Family.LATENCY:
             waited = waited_z(dev, _client_wait(ctx, by_key, baselines, series))
